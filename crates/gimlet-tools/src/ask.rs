@@ -1,0 +1,166 @@
+//! Asking the user: the [`Asker`] trait behind `ctx.ask`, and two ready-made askers.
+//!
+//! The MCP layer answers with elicitation; a library user plugs in their own (a terminal
+//! prompt, a UI); tests use [`ScriptedAsker`].
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::context::ToolContext;
+use crate::permission::{Approval, AskRequest, PendingAsk};
+
+/// A boxed, `Send` future, as trait objects return them.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A question for the user from the `ask_user` tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Question {
+    /// The question.
+    pub question: String,
+    /// Choices; empty for a free-text answer.
+    pub options: Vec<String>,
+    /// The answer used when nobody answers in time.
+    pub default: Option<String>,
+    /// How long to wait.
+    pub timeout: Duration,
+}
+
+/// The user's answer to a [`Question`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// The user answered.
+    Answered(String),
+    /// The user declined to answer.
+    Declined,
+    /// The user dismissed the question.
+    Cancelled,
+    /// Nobody answered in time.
+    TimedOut,
+    /// Nobody can be asked; the text says why.
+    Unavailable(String),
+    /// The transport must end this call and have the client answer first (MCP 2026-07-28).
+    Pending(Box<PendingAsk>),
+}
+
+/// Answers permission requests and questions for a call.
+pub trait Asker: Send + Sync {
+    /// Asks whether a call may go ahead.
+    fn approve<'a>(
+        &'a self,
+        request: &'a AskRequest,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Approval>;
+
+    /// Asks the user a question.
+    fn question<'a>(
+        &'a self,
+        question: &'a Question,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Answer>;
+}
+
+/// Denies every request: what a caller gets when nobody can be asked.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DenyAsker;
+
+impl Asker for DenyAsker {
+    fn approve<'a>(
+        &'a self,
+        request: &'a AskRequest,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Approval> {
+        let why = format!(
+            "this call needs approval because {}, and this client cannot ask the user \
+             (it offers no elicitation). To allow such calls without asking, add a rule to the \
+             config file, e.g. [[permissions.rules]] action = \"allow\", tool = \"{}\", \
+             pattern = \"{}\"; or run with --mode trusted (the server now runs with --mode {}); \
+             paths outside the roots need --root",
+            request.reason.describe(),
+            request.tool,
+            request.session_pattern.as_deref().unwrap_or("*"),
+            ctx.policy().mode(),
+        );
+        Box::pin(async move { Approval::Unavailable(why) })
+    }
+
+    fn question<'a>(
+        &'a self,
+        _question: &'a Question,
+        _ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Answer> {
+        Box::pin(async {
+            Answer::Unavailable(String::from("this client cannot ask the user questions"))
+        })
+    }
+}
+
+/// Answers from a script, in order; for tests and examples.
+#[derive(Debug, Default)]
+pub struct ScriptedAsker {
+    approvals: Mutex<VecDeque<Approval>>,
+    answers: Mutex<VecDeque<Answer>>,
+    asked: Mutex<Vec<AskRequest>>,
+}
+
+impl ScriptedAsker {
+    /// An asker that gives these approvals, in order (then denies).
+    pub fn approving(approvals: impl IntoIterator<Item = Approval>) -> Self {
+        Self {
+            approvals: Mutex::new(approvals.into_iter().collect()),
+            ..Self::default()
+        }
+    }
+
+    /// Adds answers to questions.
+    #[must_use]
+    pub fn with_answers(self, answers: impl IntoIterator<Item = Answer>) -> Self {
+        self.answers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(answers);
+        self
+    }
+
+    /// The requests asked so far.
+    pub fn asked(&self) -> Vec<AskRequest> {
+        self.asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl Asker for ScriptedAsker {
+    fn approve<'a>(
+        &'a self,
+        request: &'a AskRequest,
+        _ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Approval> {
+        self.asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(request.clone());
+        let next = self
+            .approvals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop_front();
+        Box::pin(async move { next.unwrap_or(Approval::Deny { reason: None }) })
+    }
+
+    fn question<'a>(
+        &'a self,
+        _question: &'a Question,
+        _ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Answer> {
+        let next = self
+            .answers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop_front();
+        Box::pin(async move { next.unwrap_or(Answer::Declined) })
+    }
+}

@@ -1,0 +1,611 @@
+//! What a tool sees: [`ToolEnv`] (fixed at init: platform, roots, config) and [`ToolContext`]
+//! (one call: session, cancellation, progress, ask, roots, file state).
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::ask::{Asker, DenyAsker};
+use crate::config::Settings;
+use crate::error::ToolError;
+use crate::fs::{FileStates, PathError, ResolvedPath, Root, RootSet};
+use crate::permission::{Access, Grants, PathAccess, Policy};
+use crate::pipeline::Hook;
+use crate::spill::SpillStore;
+use crate::tool::OutputLimits;
+
+/// Whether a path is read or written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccessKind {
+    /// Read or listed.
+    Read,
+    /// Created, changed or removed.
+    Write,
+}
+
+/// Whether commands can run in a sandbox here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxStatus {
+    /// The sandbox is enforced for every command.
+    Enforced,
+    /// The sandbox was turned off by the user.
+    Off,
+    /// The kernel cannot enforce it; commands run unsandboxed.
+    #[default]
+    Unavailable,
+}
+
+/// The environment tools are initialised with: fixed for the life of a server.
+#[derive(Debug)]
+pub struct ToolEnv {
+    roots: RootSet,
+    policy: Arc<Policy>,
+    limits: OutputLimits,
+    spill: SpillStore,
+    sandbox: SandboxStatus,
+    client_name: Option<String>,
+    settings: Arc<Settings>,
+    hooks: Vec<Arc<dyn Hook>>,
+}
+
+impl ToolEnv {
+    /// Starts building an environment.
+    pub fn builder() -> ToolEnvBuilder {
+        ToolEnvBuilder::default()
+    }
+
+    /// The configured roots (`--root`).
+    pub fn roots(&self) -> &RootSet {
+        &self.roots
+    }
+
+    /// The permission policy.
+    pub fn policy(&self) -> &Arc<Policy> {
+        &self.policy
+    }
+
+    /// Default output limits (a tool's own limits are capped by these).
+    pub fn limits(&self) -> OutputLimits {
+        self.limits
+    }
+
+    /// Where truncated outputs are saved.
+    pub fn spill(&self) -> &SpillStore {
+        &self.spill
+    }
+
+    /// Whether commands run sandboxed.
+    pub fn sandbox(&self) -> SandboxStatus {
+        self.sandbox
+    }
+
+    /// The connected client's name, when known.
+    pub fn client_name(&self) -> Option<&str> {
+        self.client_name.as_deref()
+    }
+
+    /// The operating system (`linux`, `macos` ...).
+    pub fn platform(&self) -> &'static str {
+        std::env::consts::OS
+    }
+
+    /// Tool settings from the config file.
+    pub fn settings(&self) -> &Arc<Settings> {
+        &self.settings
+    }
+
+    /// The hooks every call passes through.
+    pub fn hooks(&self) -> &[Arc<dyn Hook>] {
+        &self.hooks
+    }
+
+    /// A copy for one client: same roots and config, that client's name.
+    #[must_use]
+    pub fn for_client(&self, client_name: Option<String>) -> Self {
+        Self {
+            roots: self.roots.clone(),
+            policy: Arc::clone(&self.policy),
+            limits: self.limits,
+            spill: self.spill.clone(),
+            sandbox: self.sandbox,
+            client_name,
+            settings: Arc::clone(&self.settings),
+            hooks: self.hooks.clone(),
+        }
+    }
+}
+
+/// Builds a [`ToolEnv`]; `build` checks it.
+#[derive(Default)]
+pub struct ToolEnvBuilder {
+    roots: Vec<PathBuf>,
+    policy: Option<Policy>,
+    limits: Option<OutputLimits>,
+    spill_dir: Option<PathBuf>,
+    sandbox: SandboxStatus,
+    client_name: Option<String>,
+    settings: Option<Settings>,
+    hooks: Vec<Arc<dyn Hook>>,
+}
+
+/// Why a [`ToolEnv`] could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EnvError {
+    /// A root could not be opened.
+    #[error("cannot use root `{path}`: {source}")]
+    Root {
+        /// The root as given.
+        path: String,
+        /// Why.
+        #[source]
+        source: PathError,
+    },
+    /// No root and no current directory.
+    #[error("no root folder given and the current directory is unavailable; pass --root DIR")]
+    NoRoot,
+    /// The spill directory could not be created.
+    #[error("cannot create the output directory `{path}`: {source}")]
+    SpillDir {
+        /// The directory.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl ToolEnvBuilder {
+    /// Adds a root folder. Without any, the current directory is the root.
+    #[must_use]
+    pub fn root(mut self, path: impl Into<PathBuf>) -> Self {
+        self.roots.push(path.into());
+        self
+    }
+
+    /// Sets the permission policy (default: [`crate::Mode::Default`], no rules).
+    #[must_use]
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// Sets the default output limits.
+    #[must_use]
+    pub fn limits(mut self, limits: OutputLimits) -> Self {
+        self.limits = Some(limits);
+        self
+    }
+
+    /// Sets where truncated outputs are saved (default: the user's data directory).
+    #[must_use]
+    pub fn spill_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.spill_dir = Some(dir.into());
+        self
+    }
+
+    /// Sets the sandbox status.
+    #[must_use]
+    pub fn sandbox(mut self, sandbox: SandboxStatus) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// Sets the client name.
+    #[must_use]
+    pub fn client_name(mut self, name: impl Into<String>) -> Self {
+        self.client_name = Some(name.into());
+        self
+    }
+
+    /// Sets the tool settings.
+    #[must_use]
+    pub fn settings(mut self, settings: Settings) -> Self {
+        self.settings = Some(settings);
+        self
+    }
+
+    /// Adds a hook.
+    #[must_use]
+    pub fn hook(mut self, hook: Arc<dyn Hook>) -> Self {
+        self.hooks.push(hook);
+        self
+    }
+
+    /// Opens the roots and the spill directory.
+    pub fn build(self) -> Result<ToolEnv, EnvError> {
+        let mut paths = self.roots;
+        if paths.is_empty() {
+            paths.push(std::env::current_dir().map_err(|_| EnvError::NoRoot)?);
+        }
+        let mut roots = RootSet::default();
+        for path in paths {
+            let root = Root::open(&path).map_err(|source| EnvError::Root {
+                path: path.display().to_string(),
+                source,
+            })?;
+            roots.push(Arc::new(root));
+        }
+        let spill_dir = self.spill_dir.unwrap_or_else(SpillStore::default_dir);
+        let spill = SpillStore::open(&spill_dir).map_err(|source| EnvError::SpillDir {
+            path: spill_dir.display().to_string(),
+            source,
+        })?;
+        Ok(ToolEnv {
+            roots,
+            policy: Arc::new(self.policy.unwrap_or_default()),
+            limits: self.limits.unwrap_or_default(),
+            spill,
+            sandbox: self.sandbox,
+            client_name: self.client_name,
+            settings: Arc::new(self.settings.unwrap_or_default()),
+            hooks: self.hooks,
+        })
+    }
+}
+
+/// Per-session state: what was read, grants, client roots, and tools' own state.
+///
+/// One per stdio connection or HTTP session; calls of one session share it.
+#[derive(Debug, Default)]
+pub struct Session {
+    id: String,
+    files: FileStates,
+    grants: Grants,
+    client_roots: RwLock<Vec<Arc<Root>>>,
+    extensions: Extensions,
+}
+
+impl Session {
+    /// A new session with an id.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            ..Self::default()
+        }
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The files this session read or wrote.
+    pub fn files(&self) -> &FileStates {
+        &self.files
+    }
+
+    /// "Allow for this session" grants.
+    pub fn grants(&self) -> &Grants {
+        &self.grants
+    }
+
+    /// Replaces the roots the client offered (MCP `roots/list`).
+    pub fn set_client_roots(&self, roots: Vec<Arc<Root>>) {
+        *self
+            .client_roots
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = roots;
+    }
+
+    /// The roots the client offered.
+    pub fn client_roots(&self) -> Vec<Arc<Root>> {
+        self.client_roots
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// A tool's own per-session state, created on first use.
+    pub fn state<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        self.extensions.get_or_default()
+    }
+}
+
+/// A map from type to one shared value of that type.
+#[derive(Default)]
+struct Extensions {
+    map: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl std::fmt::Debug for Extensions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Extensions").finish_non_exhaustive()
+    }
+}
+
+impl Extensions {
+    fn get_or_default<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = map
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(T::default()) as Arc<dyn Any + Send + Sync>);
+        Arc::clone(entry)
+            .downcast::<T>()
+            .unwrap_or_else(|_| Arc::new(T::default()))
+    }
+}
+
+/// A progress update from a running call.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProgressUpdate {
+    /// What is happening now (e.g. the last line of output).
+    pub message: Option<String>,
+    /// Work done so far, if countable.
+    pub progress: Option<f64>,
+    /// Work in all, if known.
+    pub total: Option<f64>,
+    /// A new title for the call.
+    pub title: Option<String>,
+    /// Extra metadata.
+    pub metadata: Option<Value>,
+}
+
+/// Receives progress updates. The MCP layer turns them into `notifications/progress`.
+pub trait ProgressSink: Send + Sync {
+    /// Reports one update. Must not block.
+    fn report(&self, update: ProgressUpdate);
+}
+
+/// A [`ProgressSink`] that drops everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoProgress;
+
+impl ProgressSink for NoProgress {
+    fn report(&self, _update: ProgressUpdate) {}
+}
+
+/// Everything one call needs. Cheap to clone (one `Arc`).
+#[derive(Clone)]
+pub struct ToolContext {
+    inner: Arc<ContextInner>,
+}
+
+struct ContextInner {
+    env: Arc<ToolEnv>,
+    session: Arc<Session>,
+    call_id: String,
+    cancel: CancellationToken,
+    progress: Arc<dyn ProgressSink>,
+    asker: Arc<dyn Asker>,
+    roots: RootSet,
+    approved: Mutex<Vec<PathBuf>>,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("session", &self.inner.session.id())
+            .field("call_id", &self.inner.call_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolContext {
+    /// Starts building a context for one call.
+    pub fn builder(env: Arc<ToolEnv>) -> ToolContextBuilder {
+        ToolContextBuilder {
+            env,
+            session: None,
+            call_id: None,
+            cancel: None,
+            progress: None,
+            asker: None,
+        }
+    }
+
+    /// The environment.
+    pub fn env(&self) -> &Arc<ToolEnv> {
+        &self.inner.env
+    }
+
+    /// The session this call belongs to.
+    pub fn session(&self) -> &Arc<Session> {
+        &self.inner.session
+    }
+
+    /// This call's id.
+    pub fn call_id(&self) -> &str {
+        &self.inner.call_id
+    }
+
+    /// The call's cancellation token.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.inner.cancel
+    }
+
+    /// Whether the call was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    /// Reports progress.
+    pub fn progress(&self, update: ProgressUpdate) {
+        self.inner.progress.report(update);
+    }
+
+    /// Reports a progress message.
+    pub fn progress_message(&self, message: impl Into<String>) {
+        self.progress(ProgressUpdate {
+            message: Some(message.into()),
+            ..ProgressUpdate::default()
+        });
+    }
+
+    /// Who answers questions for this call.
+    pub fn asker(&self) -> &Arc<dyn Asker> {
+        &self.inner.asker
+    }
+
+    /// The permission policy.
+    pub fn policy(&self) -> &Policy {
+        self.inner.env.policy()
+    }
+
+    /// This call's roots: the configured ones, then the client's.
+    pub fn roots(&self) -> &RootSet {
+        &self.inner.roots
+    }
+
+    /// Resolves a path argument against this call's roots. Blocking.
+    pub fn resolve(&self, input: &str) -> Result<ResolvedPath, PathError> {
+        self.inner.roots.resolve(input)
+    }
+
+    /// Resolves a path argument and checks that the call may open it: inside a root, or
+    /// outside but approved by the permission stage. Blocking.
+    pub fn resolve_allowed(&self, input: &str) -> Result<ResolvedPath, PathError> {
+        let resolved = self.resolve(input)?;
+        self.check_allowed(&resolved)?;
+        Ok(resolved)
+    }
+
+    /// Fails unless the path is inside a root or was approved for this call.
+    pub fn check_allowed(&self, resolved: &ResolvedPath) -> Result<(), PathError> {
+        if resolved.is_inside() || self.is_approved(&resolved.path) {
+            return Ok(());
+        }
+        Err(PathError::OutsideRoots {
+            path: resolved.path.display().to_string(),
+            roots: self.inner.roots.describe(),
+        })
+    }
+
+    /// Records that the user (or a rule) approved a path outside the roots for this call.
+    pub fn approve_path(&self, path: &Path) {
+        self.inner
+            .approved
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(path.to_owned());
+    }
+
+    fn is_approved(&self, path: &Path) -> bool {
+        let approved = self
+            .inner
+            .approved
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        approved.iter().any(|p| p == path)
+    }
+
+    /// The access a path argument means, resolved against this call's roots (off the
+    /// runtime). Tools return it from [`crate::Tool::accesses`].
+    pub async fn path_access(&self, input: &str, kind: AccessKind) -> Result<Access, ToolError> {
+        let input = input.to_owned();
+        self.blocking(move |ctx| Ok(ctx.access_of(&ctx.resolve(&input)?, kind)))
+            .await
+    }
+
+    /// The access of an already resolved path.
+    pub fn access_of(&self, resolved: &ResolvedPath, kind: AccessKind) -> Access {
+        let protected = resolved
+            .relative()
+            .is_some_and(|rel| self.policy().is_protected(rel));
+        // Saved outputs may be read back without asking (never written).
+        let saved_output =
+            kind == AccessKind::Read && self.inner.env.spill().contains(&resolved.path);
+        if saved_output {
+            self.approve_path(&resolved.path);
+        }
+        let path = PathAccess {
+            path: resolved.path.clone(),
+            display: resolved.display(),
+            inside_roots: resolved.is_inside() || saved_output,
+            protected,
+        };
+        match kind {
+            AccessKind::Read => Access::Read(path),
+            AccessKind::Write => Access::Write(path),
+        }
+    }
+
+    /// Runs blocking work (file system, walks) off the async runtime.
+    pub async fn blocking<T, F>(&self, work: F) -> Result<T, ToolError>
+    where
+        T: Send + 'static,
+        F: FnOnce(ToolContext) -> Result<T, ToolError> + Send + 'static,
+    {
+        let ctx = self.clone();
+        tokio::task::spawn_blocking(move || work(ctx)).await?
+    }
+}
+
+/// Builds a [`ToolContext`].
+pub struct ToolContextBuilder {
+    env: Arc<ToolEnv>,
+    session: Option<Arc<Session>>,
+    call_id: Option<String>,
+    cancel: Option<CancellationToken>,
+    progress: Option<Arc<dyn ProgressSink>>,
+    asker: Option<Arc<dyn Asker>>,
+}
+
+impl ToolContextBuilder {
+    /// The session (default: a new one).
+    #[must_use]
+    pub fn session(mut self, session: Arc<Session>) -> Self {
+        self.session = Some(session);
+        self
+    }
+
+    /// The call id (default: a counter).
+    #[must_use]
+    pub fn call_id(mut self, id: impl Into<String>) -> Self {
+        self.call_id = Some(id.into());
+        self
+    }
+
+    /// The cancellation token (default: a fresh one).
+    #[must_use]
+    pub fn cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// The progress sink (default: none).
+    #[must_use]
+    pub fn progress(mut self, sink: Arc<dyn ProgressSink>) -> Self {
+        self.progress = Some(sink);
+        self
+    }
+
+    /// Who answers questions (default: deny every ask).
+    #[must_use]
+    pub fn asker(mut self, asker: Arc<dyn Asker>) -> Self {
+        self.asker = Some(asker);
+        self
+    }
+
+    /// Builds the context; the call's roots are the environment's plus the session's.
+    pub fn build(self) -> ToolContext {
+        static NEXT_CALL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let session = self.session.unwrap_or_default();
+        let mut roots = self.env.roots().clone();
+        for root in session.client_roots() {
+            roots.push(root);
+        }
+        let call_id = self.call_id.unwrap_or_else(|| {
+            NEXT_CALL
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                .to_string()
+        });
+        ToolContext {
+            inner: Arc::new(ContextInner {
+                env: self.env,
+                session,
+                call_id,
+                cancel: self.cancel.unwrap_or_default(),
+                progress: self.progress.unwrap_or_else(|| Arc::new(NoProgress)),
+                asker: self.asker.unwrap_or_else(|| Arc::new(DenyAsker)),
+                roots,
+                approved: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+}

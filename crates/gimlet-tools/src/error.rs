@@ -1,0 +1,102 @@
+//! [`ToolError`]: every way a tool call can fail, typed where it starts.
+//!
+//! A `ToolError` is something the model can read and act on: the MCP layer turns it into a
+//! `CallToolResult` with `isError: true`. Protocol faults (an unknown tool) are not tool errors;
+//! see [`crate::pipeline::CallError`].
+
+use std::io;
+
+use crate::fs::PathError;
+use crate::permission::PendingAsk;
+
+/// Why a tool call failed. Each message says what was wrong and what to do instead.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The arguments did not match the tool's JSON schema.
+    #[error("invalid arguments for `{tool}`: {message}")]
+    InvalidArguments {
+        /// The tool that was called.
+        tool: String,
+        /// What was wrong, naming the field, what was expected and what was given.
+        message: String,
+    },
+    /// The arguments parsed but make no sense (`validate` rejected them).
+    #[error("{0}")]
+    Invalid(String),
+    /// A path argument was rejected or could not be resolved.
+    #[error(transparent)]
+    Path(#[from] PathError),
+    /// The permission stage refused the call.
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
+    /// A `before` hook blocked the call; the message is the hook's own words.
+    #[error("blocked by hook: {0}")]
+    Blocked(String),
+    /// The call was cancelled by the client or the caller.
+    #[error("the call was cancelled")]
+    Cancelled,
+    /// A file system or process operation failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done, e.g. `reading src/main.rs`.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// The permission stage needs an answer the transport can only get by ending this call
+    /// and having the client call again (MCP 2026-07-28 "input required").
+    #[error("this call needs the user's answer before it can run")]
+    InputRequired(Box<PendingAsk>),
+    /// Any other failure, with a message for the model.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl ToolError {
+    /// A [`ToolError::Io`] with a description of what was being done.
+    pub fn io(context: impl Into<String>, source: io::Error) -> Self {
+        Self::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// A [`ToolError::Failed`] from any message.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::Failed(message.into())
+    }
+
+    /// A [`ToolError::Invalid`] from any message.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::Invalid(message.into())
+    }
+
+    /// A short, stable name of the variant, for logs and the audit trail.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::InvalidArguments { .. } => "invalid_arguments",
+            Self::Invalid(_) => "invalid",
+            Self::Path(_) => "path",
+            Self::PermissionDenied(_) => "permission_denied",
+            Self::Blocked(_) => "blocked",
+            Self::Cancelled => "cancelled",
+            Self::Io { .. } => "io",
+            Self::InputRequired(_) => "input_required",
+            Self::Failed(_) => "failed",
+        }
+    }
+}
+
+impl From<tokio::task::JoinError> for ToolError {
+    fn from(err: tokio::task::JoinError) -> Self {
+        if err.is_cancelled() {
+            Self::Cancelled
+        } else {
+            Self::Failed(format!(
+                "internal error: a worker task failed ({err}); please retry"
+            ))
+        }
+    }
+}

@@ -1,0 +1,658 @@
+//! Roots and path confinement: the one module that turns a path argument into something a
+//! tool may open.
+//!
+//! Two steps, and the second cannot be raced:
+//! 1. [`RootSet::resolve`] walks the path component by component, following symlinks by
+//!    reading them (never by string tricks), and decides containment on the resolved path with
+//!    [`Path::starts_with`], which compares whole components (`/ws-evil` is not inside `/ws`).
+//! 2. [`ResolvedPath`] is then opened *relative to the root's directory handle* by its
+//!    resolved, symlink-free relative path with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+//!    RESOLVE_NO_MAGICLINKS)` (or, where `openat2` is missing, one `openat(O_NOFOLLOW)` per
+//!    component). If anything was swapped for a symlink between the two steps, the open fails
+//!    with [`PathError::Changed`]; it never lands outside the root.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use rustix::fs::{FileType, Mode, OFlags};
+
+/// Longest path argument accepted, in bytes (Linux `PATH_MAX`).
+pub const MAX_PATH_BYTES: usize = 4096;
+/// Longest single component, in bytes (Linux `NAME_MAX`).
+pub const MAX_COMPONENT_BYTES: usize = 255;
+/// Symlinks followed while resolving one path before it counts as a loop (as Linux `ELOOP`).
+const MAX_SYMLINK_HOPS: usize = 40;
+
+/// Why a path argument was refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PathError {
+    /// The path is empty.
+    #[error("the path is empty; pass a file path, absolute or relative to the first root")]
+    Empty,
+    /// The path contains a NUL byte.
+    #[error("the path contains a NUL byte; remove it")]
+    ContainsNul,
+    /// The path is longer than the system allows.
+    #[error("the path is {len} bytes long; paths may be at most {MAX_PATH_BYTES} bytes")]
+    TooLong {
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// One component is longer than the system allows.
+    #[error(
+        "a path component is {len} bytes long; components may be at most {MAX_COMPONENT_BYTES} bytes"
+    )]
+    ComponentTooLong {
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// Symlinks form a loop.
+    #[error("`{path}` is a symlink loop (more than {MAX_SYMLINK_HOPS} links followed)")]
+    SymlinkLoop {
+        /// Where the loop was detected.
+        path: String,
+    },
+    /// The path goes through a `/proc` magic link (e.g. `/proc/self/root`).
+    #[error(
+        "`{path}` goes through a /proc magic link, which gimlet never follows; use the real path"
+    )]
+    MagicLink {
+        /// The link.
+        path: String,
+    },
+    /// Nothing exists at the path.
+    #[error("`{path}` does not exist{hint}")]
+    NotFound {
+        /// The path as given.
+        path: String,
+        /// A suggestion, e.g. similarly named entries.
+        hint: String,
+    },
+    /// The path is outside every root, and the call was not approved for it.
+    #[error("`{path}` is outside the allowed folders ({roots}); use a path inside them")]
+    OutsideRoots {
+        /// The resolved path.
+        path: String,
+        /// The roots, for the message.
+        roots: String,
+    },
+    /// The file system changed under the call (a component became a symlink).
+    #[error(
+        "`{path}` changed while it was being opened (a symlink appeared in it); retry the call"
+    )]
+    Changed {
+        /// The path.
+        path: String,
+    },
+    /// A component that should be a directory is not.
+    #[error("`{path}` is not a directory")]
+    NotADirectory {
+        /// The path.
+        path: String,
+    },
+    /// A file was expected, a directory was found.
+    #[error("`{path}` is a directory{hint}")]
+    IsADirectory {
+        /// The path.
+        path: String,
+        /// What to do instead, e.g. "; use `ls` to list it".
+        hint: &'static str,
+    },
+    /// A regular file was expected, something else was found.
+    #[error("`{path}` is a {kind}, not a regular file; gimlet only reads and writes regular files")]
+    NotRegular {
+        /// The path.
+        path: String,
+        /// `FIFO`, `socket`, `device` ...
+        kind: &'static str,
+    },
+    /// Any other error from the file system.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+    /// No root is configured.
+    #[error("no root folder is configured; start gimlet with --root DIR")]
+    NoRoots,
+}
+
+impl PathError {
+    fn io(path: &Path, source: io::Error) -> Self {
+        Self::Io {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}
+
+/// A folder the server may work in, with a handle that paths are opened beneath.
+#[derive(Debug)]
+pub struct Root {
+    path: PathBuf,
+    fd: OwnedFd,
+}
+
+impl Root {
+    /// Opens a root: resolves the path (it must be an existing directory) and keeps a handle.
+    pub fn open(path: &Path) -> Result<Self, PathError> {
+        let path = std::fs::canonicalize(path).map_err(|source| PathError::io(path, source))?;
+        let fd = rustix::fs::open(
+            &path,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| PathError::io(&path, e.into()))?;
+        Ok(Self { path, fd })
+    }
+
+    /// The resolved absolute path of the root.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The directory handle paths are opened beneath.
+    pub fn fd(&self) -> &OwnedFd {
+        &self.fd
+    }
+}
+
+/// The roots of one call: the `--root` folders and, later, the client's roots.
+#[derive(Debug, Clone, Default)]
+pub struct RootSet {
+    roots: Vec<Arc<Root>>,
+}
+
+impl RootSet {
+    /// A set of opened roots; the first is where relative paths start.
+    pub fn new(roots: Vec<Arc<Root>>) -> Self {
+        Self { roots }
+    }
+
+    /// Opens each path as a root. Duplicates (after resolution) are dropped.
+    pub fn open<P: AsRef<Path>>(paths: impl IntoIterator<Item = P>) -> Result<Self, PathError> {
+        let mut set = Self::default();
+        for path in paths {
+            set.push(Arc::new(Root::open(path.as_ref())?));
+        }
+        Ok(set)
+    }
+
+    /// Adds a root unless one with the same path is there.
+    pub fn push(&mut self, root: Arc<Root>) {
+        if !self.roots.iter().any(|r| r.path == root.path) {
+            self.roots.push(root);
+        }
+    }
+
+    /// The roots, the first being the default.
+    pub fn roots(&self) -> &[Arc<Root>] {
+        &self.roots
+    }
+
+    /// The first root, where relative paths start.
+    pub fn first(&self) -> Option<&Arc<Root>> {
+        self.roots.first()
+    }
+
+    /// The roots as one string, for messages.
+    pub fn describe(&self) -> String {
+        let names: Vec<String> = self
+            .roots
+            .iter()
+            .map(|r| r.path.display().to_string())
+            .collect();
+        names.join(", ")
+    }
+
+    /// Resolves a path argument: checks it, follows symlinks, and says where it lands.
+    /// Blocking: call it from `spawn_blocking`.
+    pub fn resolve(&self, input: &str) -> Result<ResolvedPath, PathError> {
+        check_argument(input)?;
+        let first = self.first().ok_or(PathError::NoRoots)?;
+        let given = Path::new(input);
+        let expanded;
+        let given = if let Some(rest) = input.strip_prefix("~/") {
+            expanded = dirs::home_dir().unwrap_or_default().join(rest);
+            expanded.as_path()
+        } else {
+            given
+        };
+        let (resolved, exists) = resolve_components(first.path(), given)?;
+        Ok(self.locate(input, resolved, exists))
+    }
+
+    /// Where an already resolved absolute path lies.
+    pub fn locate(&self, input: &str, resolved: PathBuf, exists: bool) -> ResolvedPath {
+        // The most specific root wins when roots nest.
+        let root = self
+            .roots
+            .iter()
+            .filter(|r| resolved.starts_with(&r.path))
+            .max_by_key(|r| r.path.components().count());
+        let location = match root {
+            Some(root) => {
+                let relative = resolved
+                    .strip_prefix(&root.path)
+                    .unwrap_or(Path::new(""))
+                    .to_owned();
+                let is_first = self.first().is_some_and(|f| Arc::ptr_eq(f, root));
+                Location::Inside {
+                    root: Arc::clone(root),
+                    relative,
+                    is_first,
+                }
+            }
+            None => Location::Outside,
+        };
+        ResolvedPath {
+            input: input.to_owned(),
+            path: resolved,
+            exists,
+            location,
+        }
+    }
+
+    /// Whether an absolute, resolved path lies inside one of the roots.
+    pub fn contains(&self, resolved: &Path) -> bool {
+        self.roots.iter().any(|r| resolved.starts_with(&r.path))
+    }
+
+    /// The path as shown to the model: relative to the first root, absolute elsewhere.
+    pub fn display(&self, resolved: &Path) -> String {
+        match self.first() {
+            Some(first) if resolved.starts_with(&first.path) => {
+                let rel = resolved.strip_prefix(&first.path).unwrap_or(resolved);
+                if rel.as_os_str().is_empty() {
+                    String::from(".")
+                } else {
+                    rel.display().to_string()
+                }
+            }
+            _ => resolved.display().to_string(),
+        }
+    }
+}
+
+fn check_argument(input: &str) -> Result<(), PathError> {
+    if input.is_empty() {
+        return Err(PathError::Empty);
+    }
+    if input.contains('\0') {
+        return Err(PathError::ContainsNul);
+    }
+    if input.len() > MAX_PATH_BYTES {
+        return Err(PathError::TooLong { len: input.len() });
+    }
+    if let Some(long) = Path::new(input).components().find_map(|c| match c {
+        Component::Normal(name) if name.len() > MAX_COMPONENT_BYTES => Some(name.len()),
+        _ => None,
+    }) {
+        return Err(PathError::ComponentTooLong { len: long });
+    }
+    Ok(())
+}
+
+/// Resolves `given` (absolute, or relative to `base`) to an absolute path without symlinks in
+/// its existing part. Components after the first missing one are appended as written (with
+/// `..` applied lexically). Returns the path and whether it exists.
+fn resolve_components(base: &Path, given: &Path) -> Result<(PathBuf, bool), PathError> {
+    let mut pending: Vec<OsString> = Vec::new();
+    let mut current = if given.is_absolute() {
+        PathBuf::from("/")
+    } else {
+        base.to_owned()
+    };
+    push_components(&mut pending, given);
+    let mut exists = true;
+    let mut hops = 0;
+    // `pending` is a stack: the next component is at the end.
+    while let Some(component) = pending.pop() {
+        if component == ".." {
+            current.pop();
+            continue;
+        }
+        let candidate = current.join(&component);
+        if !exists {
+            current = candidate;
+            continue;
+        }
+        match std::fs::symlink_metadata(&candidate) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                if current.starts_with("/proc") {
+                    return Err(PathError::MagicLink {
+                        path: candidate.display().to_string(),
+                    });
+                }
+                hops += 1;
+                if hops > MAX_SYMLINK_HOPS {
+                    return Err(PathError::SymlinkLoop {
+                        path: candidate.display().to_string(),
+                    });
+                }
+                let target = std::fs::read_link(&candidate)
+                    .map_err(|source| PathError::io(&candidate, source))?;
+                if target.is_absolute() {
+                    current = PathBuf::from("/");
+                }
+                push_components(&mut pending, &target);
+            }
+            Ok(meta) => {
+                if !meta.is_dir() && !pending.is_empty() && pending.iter().any(|c| c != "..") {
+                    return Err(PathError::NotADirectory {
+                        path: candidate.display().to_string(),
+                    });
+                }
+                current = candidate;
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                exists = false;
+                current = candidate;
+            }
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error()) => {
+                return Err(PathError::NotADirectory {
+                    path: current.display().to_string(),
+                });
+            }
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NAMETOOLONG.raw_os_error()) => {
+                return Err(PathError::TooLong {
+                    len: candidate.as_os_str().len(),
+                });
+            }
+            Err(source) => return Err(PathError::io(&candidate, source)),
+        }
+    }
+    Ok((current, exists))
+}
+
+/// Pushes the components of `path` onto the stack so that the first is popped first.
+fn push_components(stack: &mut Vec<OsString>, path: &Path) {
+    let parts: Vec<OsString> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(name.to_owned()),
+            Component::ParentDir => Some(OsString::from("..")),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => None,
+        })
+        .collect();
+    stack.extend(parts.into_iter().rev());
+}
+
+/// Where a resolved path lies.
+#[derive(Debug, Clone)]
+pub enum Location {
+    /// Inside a root.
+    Inside {
+        /// The root.
+        root: Arc<Root>,
+        /// The path relative to the root, without symlinks; empty for the root itself.
+        relative: PathBuf,
+        /// The root is the first one (relative paths start there).
+        is_first: bool,
+    },
+    /// Outside every root.
+    Outside,
+}
+
+/// A path argument after [`RootSet::resolve`].
+#[derive(Debug, Clone)]
+pub struct ResolvedPath {
+    /// The argument as given.
+    pub input: String,
+    /// The resolved absolute path.
+    pub path: PathBuf,
+    /// Something existed at the path when it was resolved.
+    pub exists: bool,
+    /// Where it lies.
+    pub location: Location,
+}
+
+/// What [`ResolvedPath::open`] should open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenKind {
+    /// A regular file, for reading. FIFOs, sockets and devices are refused without blocking.
+    ReadFile,
+    /// A directory, for listing.
+    Directory,
+    /// A path-only handle to anything (for `stat` and as a base for `*at` calls).
+    Handle,
+}
+
+impl ResolvedPath {
+    /// Whether the path lies inside a root.
+    pub fn is_inside(&self) -> bool {
+        matches!(self.location, Location::Inside { .. })
+    }
+
+    /// The path relative to its root, if inside one.
+    pub fn relative(&self) -> Option<&Path> {
+        match &self.location {
+            Location::Inside { relative, .. } => Some(relative),
+            Location::Outside => None,
+        }
+    }
+
+    /// The path as shown to the model: relative to the first root, absolute elsewhere (a
+    /// relative path would not name the same file when given back).
+    pub fn display(&self) -> String {
+        match &self.location {
+            Location::Inside {
+                relative,
+                is_first: true,
+                ..
+            } if relative.as_os_str().is_empty() => String::from("."),
+            Location::Inside {
+                relative,
+                is_first: true,
+                ..
+            } => relative.display().to_string(),
+            Location::Inside { .. } | Location::Outside => self.path.display().to_string(),
+        }
+    }
+
+    /// Opens the path. Inside a root, the open is beneath the root handle and follows no
+    /// symlink; outside (allowed only when the caller checked approval), it follows none
+    /// either, so it opens exactly the path that was approved.
+    pub fn open(&self, kind: OpenKind) -> Result<File, PathError> {
+        let flags = match kind {
+            OpenKind::ReadFile => OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY,
+            OpenKind::Directory => OFlags::RDONLY | OFlags::DIRECTORY,
+            OpenKind::Handle => OFlags::PATH,
+        };
+        let fd = self.open_raw(flags, Mode::empty())?;
+        let file = File::from(fd);
+        if kind == OpenKind::ReadFile {
+            self.check_regular(&file)?;
+            // Opened non-blocking so that a FIFO cannot hang the open; regular files ignore
+            // the flag, but clear it so readers see ordinary semantics.
+            rustix::fs::fcntl_setfl(&file, OFlags::empty())
+                .map_err(|e| PathError::io(&self.path, e.into()))?;
+        }
+        Ok(file)
+    }
+
+    fn check_regular(&self, file: &File) -> Result<(), PathError> {
+        let stat = rustix::fs::fstat(file).map_err(|e| PathError::io(&self.path, e.into()))?;
+        match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => Ok(()),
+            FileType::Directory => Err(PathError::IsADirectory {
+                path: self.display(),
+                hint: "; use `ls` to list it",
+            }),
+            other => Err(PathError::NotRegular {
+                path: self.display(),
+                kind: file_kind(other),
+            }),
+        }
+    }
+
+    /// Opens with raw flags (`O_CLOEXEC` and no-follow are always added).
+    pub fn open_raw(&self, flags: OFlags, mode: Mode) -> Result<OwnedFd, PathError> {
+        let result = match &self.location {
+            Location::Inside { root, relative, .. } => {
+                open_beneath(root.fd(), relative, flags, mode)
+            }
+            Location::Outside => open_exact(&self.path, flags, mode),
+        };
+        result.map_err(|e| self.map_open_error(e))
+    }
+
+    /// Maps an error from opening this path to a [`PathError`] that says what to do.
+    pub fn map_open_error(&self, err: rustix::io::Errno) -> PathError {
+        match err {
+            rustix::io::Errno::LOOP | rustix::io::Errno::XDEV => PathError::Changed {
+                path: self.display(),
+            },
+            rustix::io::Errno::NOENT => PathError::NotFound {
+                path: self.display(),
+                hint: String::new(),
+            },
+            rustix::io::Errno::NOTDIR => PathError::NotADirectory {
+                path: self.display(),
+            },
+            rustix::io::Errno::ISDIR => PathError::IsADirectory {
+                path: self.display(),
+                hint: "",
+            },
+            other => PathError::io(&self.path, other.into()),
+        }
+    }
+
+    /// Opens the parent directory (beneath the root when inside one) and returns it with the
+    /// final component's name, for `*at` calls that create, rename or remove.
+    pub fn open_parent(&self) -> Result<(OwnedFd, OsString), PathError> {
+        let name = self
+            .path
+            .file_name()
+            .ok_or_else(|| PathError::IsADirectory {
+                path: self.display(),
+                hint: "",
+            })?
+            .to_owned();
+        let parent = self.path.parent().unwrap_or(Path::new("/"));
+        let flags = OFlags::PATH | OFlags::DIRECTORY;
+        let fd = match &self.location {
+            Location::Inside { root, relative, .. } => {
+                let rel_parent = relative.parent().unwrap_or(Path::new(""));
+                open_beneath(root.fd(), rel_parent, flags, Mode::empty())
+            }
+            Location::Outside => open_exact(parent, flags, Mode::empty()),
+        };
+        let fd = fd.map_err(|e| self.map_open_error(e))?;
+        Ok((fd, name))
+    }
+}
+
+/// A name for a non-regular file type, for messages.
+pub fn file_kind(kind: FileType) -> &'static str {
+    match kind {
+        FileType::RegularFile => "regular file",
+        FileType::Directory => "directory",
+        FileType::Symlink => "symlink",
+        FileType::Fifo => "FIFO",
+        FileType::Socket => "socket",
+        FileType::CharacterDevice => "character device",
+        FileType::BlockDevice => "block device",
+        FileType::Unknown => "special file",
+    }
+}
+
+/// Opens `relative` beneath `root` without following any symlink and without leaving `root`.
+pub fn open_beneath(
+    root: impl AsFd,
+    relative: &Path,
+    flags: OFlags,
+    mode: Mode,
+) -> Result<OwnedFd, rustix::io::Errno> {
+    let relative = if relative.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        relative
+    };
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::ResolveFlags;
+        let resolve =
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        match rustix::fs::openat2(&root, relative, flags | OFlags::CLOEXEC, mode, resolve) {
+            Err(rustix::io::Errno::NOSYS) => {}
+            other => return other,
+        }
+    }
+    open_beneath_walk(root, relative, flags, mode)
+}
+
+/// The portable form of [`open_beneath`]: one `openat(O_NOFOLLOW)` per component. Used where
+/// `openat2` is missing; `relative` must not contain `..` (resolved paths never do).
+pub fn open_beneath_walk(
+    root: impl AsFd,
+    relative: &Path,
+    flags: OFlags,
+    mode: Mode,
+) -> Result<OwnedFd, rustix::io::Errno> {
+    let names: Vec<&OsStr> = relative
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(Ok(name)),
+            Component::CurDir => None,
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
+                Some(Err(rustix::io::Errno::XDEV))
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    let step = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let Some((last, dirs)) = names.split_last() else {
+        return rustix::fs::openat(&root, ".", flags | OFlags::CLOEXEC, mode);
+    };
+    let mut dir: Option<OwnedFd> = None;
+    for name in dirs {
+        let next = match &dir {
+            Some(fd) => rustix::fs::openat(fd, *name, step, Mode::empty())?,
+            None => rustix::fs::openat(&root, *name, step, Mode::empty())?,
+        };
+        dir = Some(next);
+    }
+    let last_flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    match &dir {
+        Some(fd) => rustix::fs::openat(fd, *last, last_flags, mode),
+        None => rustix::fs::openat(&root, *last, last_flags, mode),
+    }
+}
+
+/// Opens an absolute path that must contain no symlink at all (approved paths outside roots).
+fn open_exact(path: &Path, flags: OFlags, mode: Mode) -> Result<OwnedFd, rustix::io::Errno> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::ResolveFlags;
+        let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        match rustix::fs::openat2(
+            rustix::fs::CWD,
+            path,
+            flags | OFlags::CLOEXEC,
+            mode,
+            resolve,
+        ) {
+            Err(rustix::io::Errno::NOSYS) => {}
+            other => return other,
+        }
+    }
+    let root = rustix::fs::open(
+        "/",
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let relative = path.strip_prefix("/").unwrap_or(path);
+    open_beneath_walk(root, relative, flags, mode)
+}
+
+#[cfg(test)]
+#[path = "paths_tests.rs"]
+mod tests;

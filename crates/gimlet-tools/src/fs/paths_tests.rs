@@ -1,0 +1,272 @@
+use std::os::unix::fs::symlink;
+use std::path::Path;
+
+use pretty_assertions::assert_eq;
+use rustix::fs::{Mode, OFlags};
+
+use super::*;
+use crate::testutil::TestWorkspace;
+
+fn roots(ws: &TestWorkspace) -> RootSet {
+    RootSet::open([ws.root()]).unwrap()
+}
+
+#[track_caller]
+fn assert_outside(resolved: &ResolvedPath) {
+    assert!(
+        !resolved.is_inside(),
+        "{} should be outside",
+        resolved.path.display()
+    );
+}
+
+#[test]
+fn relative_paths_start_at_the_first_root_and_display_relative() {
+    let ws = TestWorkspace::new();
+    ws.write("src/main.rs", "fn main() {}");
+    let resolved = roots(&ws).resolve("src/main.rs").unwrap();
+    assert!(resolved.is_inside());
+    assert!(resolved.exists);
+    assert_eq!(resolved.path, ws.root().join("src/main.rs"));
+    assert_eq!(resolved.display(), "src/main.rs");
+    assert_eq!(resolved.relative(), Some(Path::new("src/main.rs")));
+    assert_eq!(roots(&ws).resolve(".").unwrap().display(), ".");
+}
+
+#[test]
+fn dot_dot_cannot_climb_out() {
+    let ws = TestWorkspace::new();
+    assert_outside(&roots(&ws).resolve("../").unwrap());
+    assert_outside(&roots(&ws).resolve("src/../../etc/passwd").unwrap());
+    // Climbing out and back in lands inside.
+    let name = ws
+        .root()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(
+        roots(&ws)
+            .resolve(&format!("../{name}/x"))
+            .unwrap()
+            .is_inside()
+    );
+}
+
+#[test]
+fn absolute_paths_outside_are_outside() {
+    let ws = TestWorkspace::new();
+    assert_outside(&roots(&ws).resolve("/etc/passwd").unwrap());
+    assert_outside(
+        &roots(&ws)
+            .resolve(&ws.outside().display().to_string())
+            .unwrap(),
+    );
+    let inside = ws.root().join("a.txt").display().to_string();
+    assert!(roots(&ws).resolve(&inside).unwrap().is_inside());
+}
+
+#[test]
+fn a_sibling_with_the_root_as_name_prefix_is_outside() {
+    let ws = TestWorkspace::new();
+    let evil = std::path::PathBuf::from(format!("{}-evil", ws.root().display()));
+    std::fs::create_dir_all(&evil).unwrap();
+    std::fs::write(evil.join("secret"), "x").unwrap();
+    let resolved = roots(&ws)
+        .resolve(&evil.join("secret").display().to_string())
+        .unwrap();
+    std::fs::remove_dir_all(&evil).unwrap();
+    assert_outside(&resolved);
+}
+
+#[test]
+fn symlinks_out_are_judged_by_where_they_land() {
+    let ws = TestWorkspace::new();
+    let outside = ws.outside();
+    std::fs::write(outside.join("secret.txt"), "secret").unwrap();
+    ws.symlink(outside.join("secret.txt"), "to_file");
+    ws.symlink(&outside, "to_dir");
+    ws.symlink(outside.join("missing"), "dangling");
+    ws.symlink("../", "relative_up");
+    for path in [
+        "to_file",
+        "to_dir/secret.txt",
+        "dangling",
+        "relative_up/x",
+        "to_dir",
+    ] {
+        assert_outside(&roots(&ws).resolve(path).unwrap());
+    }
+    // A dangling link out of the root is outside even though nothing exists there.
+    let dangling = roots(&ws).resolve("dangling").unwrap();
+    assert!(!dangling.exists);
+}
+
+#[test]
+fn a_symlinked_parent_pointing_outside_is_outside() {
+    let ws = TestWorkspace::new();
+    ws.mkdir("project");
+    symlink(ws.outside(), ws.root().join("project/linked")).unwrap();
+    assert_outside(&roots(&ws).resolve("project/linked/new_file.txt").unwrap());
+}
+
+#[test]
+fn symlinks_that_stay_inside_are_fine() {
+    let ws = TestWorkspace::new();
+    ws.write("real/file.txt", "x");
+    ws.symlink(ws.root().join("real"), "abs_link");
+    ws.symlink("real/file.txt", "rel_link");
+    let resolved = roots(&ws).resolve("abs_link/file.txt").unwrap();
+    assert!(resolved.is_inside());
+    assert_eq!(resolved.display(), "real/file.txt");
+    assert_eq!(
+        roots(&ws).resolve("rel_link").unwrap().display(),
+        "real/file.txt"
+    );
+}
+
+#[test]
+fn symlink_loops_are_reported() {
+    let ws = TestWorkspace::new();
+    ws.symlink("b", "a");
+    ws.symlink("a", "b");
+    let err = roots(&ws).resolve("a").unwrap_err();
+    assert!(matches!(err, PathError::SymlinkLoop { .. }), "{err}");
+}
+
+#[test]
+fn proc_magic_links_are_never_followed() {
+    let ws = TestWorkspace::new();
+    for path in [
+        "/proc/self/root/etc/passwd",
+        "/proc/self/cwd",
+        "/proc/thread-self/root",
+    ] {
+        let err = roots(&ws).resolve(path).unwrap_err();
+        assert!(matches!(err, PathError::MagicLink { .. }), "{path}: {err}");
+    }
+    // The same through a symlink planted inside the root.
+    ws.symlink("/proc/self/root", "procroot");
+    let err = roots(&ws).resolve("procroot/etc/passwd").unwrap_err();
+    assert!(matches!(err, PathError::MagicLink { .. }), "{err}");
+}
+
+#[test]
+fn bad_arguments_get_clear_errors() {
+    let ws = TestWorkspace::new();
+    let roots = roots(&ws);
+    assert!(matches!(roots.resolve(""), Err(PathError::Empty)));
+    assert!(matches!(roots.resolve("a\0b"), Err(PathError::ContainsNul)));
+    assert!(matches!(
+        roots.resolve(&"a/".repeat(3000)),
+        Err(PathError::TooLong { .. })
+    ));
+    assert!(matches!(
+        roots.resolve(&"x".repeat(300)),
+        Err(PathError::ComponentTooLong { .. })
+    ));
+    ws.write("file", "x");
+    assert!(matches!(
+        roots.resolve("file/child"),
+        Err(PathError::NotADirectory { .. })
+    ));
+    assert!(RootSet::default().resolve("x").is_err());
+}
+
+#[test]
+fn nested_roots_pick_the_most_specific_and_display_absolute_for_later_roots() {
+    let ws = TestWorkspace::new();
+    let second = ws.outside();
+    std::fs::write(second.join("b.txt"), "b").unwrap();
+    let roots = RootSet::open([ws.root(), second.clone()]).unwrap();
+    let resolved = roots
+        .resolve(&second.join("b.txt").display().to_string())
+        .unwrap();
+    assert!(resolved.is_inside());
+    assert_eq!(
+        resolved.display(),
+        second.join("b.txt").display().to_string()
+    );
+}
+
+#[test]
+fn open_fails_instead_of_following_a_symlink_swapped_in_after_resolve() {
+    let ws = TestWorkspace::new();
+    ws.write("dir/file.txt", "inside");
+    std::fs::write(ws.outside().join("file.txt"), "outside").unwrap();
+    let resolved = roots(&ws).resolve("dir/file.txt").unwrap();
+    // The race: between the check and the use, `dir` becomes a symlink to outside.
+    std::fs::rename(ws.root().join("dir"), ws.root().join("moved")).unwrap();
+    symlink(ws.outside(), ws.root().join("dir")).unwrap();
+    let err = resolved.open(OpenKind::ReadFile).unwrap_err();
+    assert!(matches!(err, PathError::Changed { .. }), "{err}");
+}
+
+#[test]
+fn the_portable_walk_refuses_symlinks_and_dot_dot_too() {
+    let ws = TestWorkspace::new();
+    ws.write("a/b.txt", "x");
+    ws.symlink(ws.outside(), "out");
+    let root = Root::open(&ws.root()).unwrap();
+    let flags = OFlags::RDONLY;
+    assert!(open_beneath_walk(root.fd(), Path::new("a/b.txt"), flags, Mode::empty()).is_ok());
+    let err = open_beneath_walk(root.fd(), Path::new("out/x"), flags, Mode::empty()).unwrap_err();
+    assert!(
+        matches!(err, rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP),
+        "{err}"
+    );
+    let err = open_beneath_walk(root.fd(), Path::new("../x"), flags, Mode::empty()).unwrap_err();
+    assert_eq!(err, rustix::io::Errno::XDEV);
+    let err = open_beneath_walk(root.fd(), Path::new("out"), flags, Mode::empty()).unwrap_err();
+    assert_eq!(err, rustix::io::Errno::LOOP);
+}
+
+#[test]
+fn fifos_sockets_and_directories_are_refused_without_blocking() {
+    let ws = TestWorkspace::new();
+    let fifo = ws.root().join("pipe");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        Mode::from(0o600),
+        0,
+    )
+    .unwrap();
+    ws.mkdir("dir");
+    let roots = roots(&ws);
+    let err = roots
+        .resolve("pipe")
+        .unwrap()
+        .open(OpenKind::ReadFile)
+        .unwrap_err();
+    assert!(
+        matches!(err, PathError::NotRegular { kind: "FIFO", .. }),
+        "{err}"
+    );
+    let err = roots
+        .resolve("dir")
+        .unwrap()
+        .open(OpenKind::ReadFile)
+        .unwrap_err();
+    assert!(matches!(err, PathError::IsADirectory { .. }), "{err}");
+}
+
+#[test]
+fn outside_paths_open_only_without_symlinks() {
+    let ws = TestWorkspace::new();
+    let outside = ws.outside();
+    std::fs::write(outside.join("f.txt"), "x").unwrap();
+    let roots = roots(&ws);
+    let resolved = roots
+        .resolve(&outside.join("f.txt").display().to_string())
+        .unwrap();
+    assert!(resolved.open(OpenKind::ReadFile).is_ok());
+    // Swap the parent for a symlink after resolving: the exact open refuses.
+    std::fs::rename(&outside, outside.with_extension("moved")).unwrap();
+    symlink(outside.with_extension("moved"), &outside).unwrap();
+    let err = resolved.open(OpenKind::ReadFile).unwrap_err();
+    std::fs::remove_file(&outside).unwrap();
+    std::fs::rename(outside.with_extension("moved"), &outside).unwrap();
+    assert!(matches!(err, PathError::Changed { .. }), "{err}");
+}

@@ -1,0 +1,676 @@
+//! Permission vocabulary and policy: what a call touches ([`Access`]), the verdict
+//! ([`Permission`]), the question put to the user ([`AskRequest`]) and the [`Policy`] that
+//! judges accesses under a [`Mode`] and [`Rule`]s.
+//!
+//! Order of precedence, in one place: the roots and the mode give a base decision per access;
+//! rules can only move it as written here: a matching `deny` rule denies, a matching `ask` rule
+//! asks, a matching `allow` rule allows what the mode would have asked. Protected paths always
+//! ask, whatever the rules say. Across all accesses of a call, deny beats ask beats allow.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use globset::{Glob, GlobMatcher};
+use serde::{Deserialize, Serialize};
+
+use crate::context::ToolContext;
+use crate::tool::ToolFlags;
+
+/// How much the server may do without asking. Set once, by the user (`--mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Reads and writes inside the roots and sandboxed commands are allowed; anything outside
+    /// the roots or unsandboxed asks.
+    #[default]
+    Default,
+    /// Every mutation and every command asks.
+    Strict,
+    /// Nothing asks (but protected paths); the roots and deny rules still hold.
+    Trusted,
+    /// Only read-only tools are offered.
+    ReadOnly,
+}
+
+impl Mode {
+    /// The name used on the command line and in config files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Default => "default",
+            Self::Strict => "strict",
+            Self::Trusted => "trusted",
+            Self::ReadOnly => "read-only",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A path a call reads or writes, already resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathAccess {
+    /// The resolved absolute path (symlinks followed for the part that exists).
+    pub path: PathBuf,
+    /// The path as shown to people: relative to its root, or absolute outside the roots.
+    pub display: String,
+    /// The path is inside one of the roots.
+    pub inside_roots: bool,
+    /// The path is protected (VCS hooks, editor and agent config, shell rc files).
+    pub protected: bool,
+}
+
+/// One thing a call touches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Access {
+    /// Reads a file or lists a directory.
+    Read(PathAccess),
+    /// Creates, changes or deletes a file.
+    Write(PathAccess),
+    /// Runs a shell command.
+    Execute {
+        /// The whole command line.
+        command: String,
+        /// Its simple commands, or `None` when the splitter could not understand it
+        /// (substitutions, `eval`, here-docs into shells ...).
+        parts: Option<Vec<String>>,
+        /// It will run inside the sandbox.
+        sandboxed: bool,
+    },
+    /// Connects to a network host.
+    Network {
+        /// The host name or address.
+        host: String,
+    },
+}
+
+impl Access {
+    /// The string rules are matched against: a path, a command, or a host.
+    pub fn subject(&self) -> &str {
+        match self {
+            Self::Read(p) | Self::Write(p) => p.display.as_str(),
+            Self::Execute { command, .. } => command,
+            Self::Network { host } => host,
+        }
+    }
+
+    /// What a grant "for this session" covers when the user picks it for this access.
+    pub fn session_pattern(&self) -> String {
+        match self {
+            Self::Read(p) | Self::Write(p) => p.path.display().to_string(),
+            Self::Execute { command, parts, .. } => {
+                let first = parts
+                    .as_ref()
+                    .and_then(|p| p.first())
+                    .map_or(command.as_str(), |s| s);
+                command_prefix_pattern(first)
+            }
+            Self::Network { host } => host.clone(),
+        }
+    }
+
+    fn verb(&self) -> &'static str {
+        match self {
+            Self::Read(_) => "read",
+            Self::Write(_) => "write",
+            Self::Execute { .. } => "run",
+            Self::Network { .. } => "connect to",
+        }
+    }
+}
+
+/// `cargo test --all` -> `cargo test*`: the first two words, then anything.
+fn command_prefix_pattern(command: &str) -> String {
+    let words: Vec<&str> = command.split_whitespace().take(2).collect();
+    let first_is_flag = words.get(1).is_some_and(|w| w.starts_with('-'));
+    match (words.as_slice(), first_is_flag) {
+        ([one, ..], true) | ([one], false) => format!("{one}*"),
+        ([one, two], false) => format!("{one} {two}*"),
+        _ => String::from("*"),
+    }
+}
+
+/// The verdict of the permission stage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Permission {
+    /// Go ahead.
+    Allow,
+    /// Refuse, with a reason that says what would allow it.
+    Deny(String),
+    /// Ask the user first.
+    Ask(AskRequest),
+}
+
+/// Why the policy wants to ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AskReason {
+    /// The call touches a path outside the roots.
+    OutsideRoots,
+    /// The call touches a protected path.
+    ProtectedPath,
+    /// The mode asks for this kind of call.
+    Mode,
+    /// A rule says to ask.
+    Rule,
+    /// The command runs without the sandbox.
+    Unsandboxed,
+    /// The command could not be split into simple commands.
+    UnparsedCommand,
+    /// A hook asked for confirmation.
+    Hook,
+    /// The call reaches the network.
+    Network,
+}
+
+impl AskReason {
+    /// Words for the user.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::OutsideRoots => "it touches a path outside the allowed folders",
+            Self::ProtectedPath => "it touches a protected path",
+            Self::Mode => "the permission mode asks before this kind of call",
+            Self::Rule => "a permission rule says to ask",
+            Self::Unsandboxed => "the command would run outside the sandbox",
+            Self::UnparsedCommand => {
+                "the command uses shell features gimlet cannot check ($(...), backticks, eval, here-docs)"
+            }
+            Self::Hook => "a hook asked for confirmation",
+            Self::Network => "it reaches the network",
+        }
+    }
+}
+
+/// A question for the user: may this call go ahead?
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AskRequest {
+    /// The tool being called.
+    pub tool: String,
+    /// One line saying what exactly will happen.
+    pub summary: String,
+    /// More detail: the full command, a diff preview.
+    pub detail: Option<String>,
+    /// Why gimlet asks.
+    pub reason: AskReason,
+    /// What "allow for this session" would cover; `None` when only "once" is offered
+    /// (protected paths).
+    pub session_pattern: Option<String>,
+    /// The accesses that made the policy ask.
+    pub accesses: Vec<Access>,
+}
+
+impl AskRequest {
+    /// The message shown to the user.
+    pub fn message(&self) -> String {
+        let mut text = format!("gimlet wants to {}.\nAsking because {}.", self.summary, {
+            self.reason.describe()
+        });
+        if let Some(detail) = &self.detail {
+            text.push_str("\n\n");
+            text.push_str(detail);
+        }
+        text
+    }
+}
+
+/// The user's answer to an [`AskRequest`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// Allow this call only.
+    Once,
+    /// Allow this call and later calls covered by the request's session pattern.
+    Session,
+    /// Refuse; the reason, if any, goes back to the model.
+    Deny {
+        /// The user's words.
+        reason: Option<String>,
+    },
+    /// Nobody could be asked; the text says why and what would allow the call.
+    Unavailable(String),
+    /// The transport must end this call and have the client answer first (MCP 2026-07-28).
+    Pending(Box<PendingAsk>),
+}
+
+/// A question that must go back to the client before the call can run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingAsk {
+    /// The request, as the user should see it.
+    pub request: AskRequest,
+    /// Transport-specific data that the retried call must carry back.
+    pub state: serde_json::Value,
+}
+
+/// A user-configured permission rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// What the rule does.
+    pub action: RuleAction,
+    /// The tool it applies to, or `*` for all.
+    #[serde(default = "any_tool")]
+    pub tool: String,
+    /// A glob on what the call touches: a path (relative to its root, or absolute), a
+    /// command (`git status*`), or a host (`*.example.com`). Absent: everything.
+    #[serde(default)]
+    pub pattern: Option<String>,
+}
+
+fn any_tool() -> String {
+    String::from("*")
+}
+
+/// What a [`Rule`] does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleAction {
+    /// Allow without asking.
+    Allow,
+    /// Ask first.
+    Ask,
+    /// Refuse.
+    Deny,
+}
+
+/// Where a rule came from. A project's own config can only tighten.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleOrigin {
+    /// The user's config file or the command line.
+    User,
+    /// A config file inside a project (root); its `allow` rules are ignored.
+    Project,
+}
+
+#[derive(Debug)]
+struct CompiledRule {
+    rule: Rule,
+    origin: RuleOrigin,
+    matcher: Option<GlobMatcher>,
+}
+
+impl CompiledRule {
+    fn applies(&self, tool: &str, access: &Access) -> bool {
+        if self.rule.tool != "*" && self.rule.tool != tool {
+            return false;
+        }
+        let Some(matcher) = &self.matcher else {
+            return true;
+        };
+        match access {
+            Access::Read(p) | Access::Write(p) => {
+                matcher.is_match(&p.display) || matcher.is_match(&p.path)
+            }
+            Access::Execute { .. } | Access::Network { .. } => matcher.is_match(access.subject()),
+        }
+    }
+}
+
+/// Paths that always ask before a write, relative to a root (and shell rc files anywhere).
+pub const PROTECTED_PATTERNS: &[&str] = &[
+    ".git/hooks/**",
+    ".git/config",
+    ".mcp.json",
+    ".vscode/**",
+    ".claude/**",
+    ".gimlet*",
+    ".gimlet*/**",
+    "**/.bashrc",
+    "**/.bash_profile",
+    "**/.profile",
+    "**/.zshrc",
+    "**/.zprofile",
+    "**/.zshenv",
+    "**/.config/fish/**",
+];
+
+/// The policy: a mode, rules, grants made during the session, and the protected paths.
+#[derive(Debug)]
+pub struct Policy {
+    mode: Mode,
+    rules: Vec<CompiledRule>,
+    protected: globset::GlobSet,
+}
+
+/// A rule whose pattern is not a valid glob.
+#[derive(Debug, thiserror::Error)]
+#[error("permission rule for `{tool}` has an invalid pattern `{pattern}`: {message}")]
+pub struct RuleError {
+    tool: String,
+    pattern: String,
+    message: String,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self::new(Mode::Default)
+    }
+}
+
+impl Policy {
+    /// A policy with a mode and no rules.
+    pub fn new(mode: Mode) -> Self {
+        let mut builder = globset::GlobSetBuilder::new();
+        for pattern in PROTECTED_PATTERNS {
+            if let Ok(glob) = Glob::new(pattern) {
+                builder.add(glob);
+            }
+        }
+        let protected = builder
+            .build()
+            .unwrap_or_else(|_| globset::GlobSet::empty());
+        Self {
+            mode,
+            rules: Vec::new(),
+            protected,
+        }
+    }
+
+    /// Adds rules. `allow` rules from a [`RuleOrigin::Project`] file are dropped: a project
+    /// can only tighten.
+    pub fn with_rules(
+        mut self,
+        rules: impl IntoIterator<Item = Rule>,
+        origin: RuleOrigin,
+    ) -> Result<Self, RuleError> {
+        for rule in rules {
+            if origin == RuleOrigin::Project && rule.action == RuleAction::Allow {
+                tracing::warn!(tool = %rule.tool, "ignoring an allow rule from a project config");
+                continue;
+            }
+            let matcher = match &rule.pattern {
+                None => None,
+                Some(pattern) => Some(
+                    Glob::new(pattern)
+                        .map_err(|e| RuleError {
+                            tool: rule.tool.clone(),
+                            pattern: pattern.clone(),
+                            message: e.kind().to_string(),
+                        })?
+                        .compile_matcher(),
+                ),
+            };
+            self.rules.push(CompiledRule {
+                rule,
+                origin,
+                matcher,
+            });
+        }
+        Ok(self)
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The configured rules, in order.
+    pub fn rules(&self) -> impl Iterator<Item = (&Rule, RuleOrigin)> {
+        self.rules.iter().map(|r| (&r.rule, r.origin))
+    }
+
+    /// Whether a root-relative path is protected.
+    pub fn is_protected(&self, relative: &Path) -> bool {
+        self.protected.is_match(relative)
+    }
+
+    fn strongest_rule(&self, tool: &str, access: &Access) -> Option<&CompiledRule> {
+        self.rules
+            .iter()
+            .filter(|r| r.applies(tool, access))
+            .max_by_key(|r| r.rule.action)
+    }
+
+    /// Judges one call: the base decision of the mode for each access, moved by the rules.
+    pub fn judge(
+        &self,
+        tool: &str,
+        flags: ToolFlags,
+        accesses: &[Access],
+        ctx: &ToolContext,
+    ) -> Permission {
+        let mut asks: Vec<(AskReason, &Access)> = Vec::new();
+        for access in accesses {
+            match self.judge_one(tool, flags, access) {
+                Verdict::Allow => approve_outside(access, ctx),
+                Verdict::Deny(why) => return Permission::Deny(why),
+                Verdict::Ask(reason) => {
+                    if reason != AskReason::ProtectedPath
+                        && ctx.session().grants().covers(tool, access)
+                    {
+                        approve_outside(access, ctx);
+                        continue;
+                    }
+                    asks.push((reason, access));
+                }
+            }
+        }
+        let Some(&(reason, _)) = asks.first() else {
+            return Permission::Allow;
+        };
+        let summary = asks
+            .iter()
+            .map(|(_, a)| format!("{} {}", a.verb(), a.subject()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let protected = asks.iter().any(|(r, _)| *r == AskReason::ProtectedPath);
+        let session_pattern = match asks.as_slice() {
+            [(_, only)] if !protected => Some(only.session_pattern()),
+            _ => None,
+        };
+        Permission::Ask(AskRequest {
+            tool: tool.to_owned(),
+            summary: format!("{tool}: {summary}"),
+            detail: None,
+            reason,
+            session_pattern,
+            accesses: asks.into_iter().map(|(_, a)| a.clone()).collect(),
+        })
+    }
+
+    fn judge_one(&self, tool: &str, flags: ToolFlags, access: &Access) -> Verdict {
+        let base = self.base(flags, access);
+        if let Verdict::Deny(_) = base {
+            return base;
+        }
+        let whole = self.strongest_rule(tool, access).map(|r| r.rule.action);
+        let action = match access {
+            // `git status*` must not allow `git status && rm -rf /`: a compound command is
+            // allowed only when each of its parts is.
+            Access::Execute {
+                parts: Some(parts), ..
+            } if parts.len() > 1 => {
+                let per_part = self.judge_parts(tool, access);
+                whole.filter(|a| *a != RuleAction::Allow).max(per_part)
+            }
+            // What the splitter cannot read can never be allowed by a rule.
+            Access::Execute { parts: None, .. } => whole.filter(|a| *a != RuleAction::Allow),
+            _ => whole,
+        };
+        let unparsed = matches!(access, Access::Execute { parts: None, .. });
+        match action {
+            Some(RuleAction::Deny) => Verdict::Deny(format!(
+                "a permission rule denies `{tool}` on `{}`; change the call or the rule in the config file",
+                access.subject()
+            )),
+            Some(RuleAction::Ask) => self.ask_or_deny(AskReason::Rule, access),
+            _ if matches!(base, Verdict::Ask(AskReason::ProtectedPath)) => base,
+            _ if unparsed && self.mode == Mode::Trusted && self.has_restricting_rules(tool) => {
+                Verdict::Deny(format!(
+                    "`{}` uses shell features gimlet cannot check against the deny and ask rules, \
+                     and the trusted mode never asks; write it as simple commands",
+                    access.subject()
+                ))
+            }
+            _ if unparsed && self.mode != Mode::Trusted => Verdict::Ask(AskReason::UnparsedCommand),
+            Some(RuleAction::Allow) => Verdict::Allow,
+            None => base,
+        }
+    }
+
+    /// For a compound command: the strongest rule over its parts, where `allow` needs every
+    /// part allowed.
+    fn judge_parts(&self, tool: &str, access: &Access) -> Option<RuleAction> {
+        let Access::Execute {
+            parts: Some(parts),
+            sandboxed,
+            ..
+        } = access
+        else {
+            return None;
+        };
+        if parts.len() < 2 {
+            return None;
+        }
+        let actions: Vec<Option<RuleAction>> = parts
+            .iter()
+            .map(|part| {
+                let one = Access::Execute {
+                    command: part.clone(),
+                    parts: Some(vec![part.clone()]),
+                    sandboxed: *sandboxed,
+                };
+                self.strongest_rule(tool, &one).map(|r| r.rule.action)
+            })
+            .collect();
+        if actions.contains(&Some(RuleAction::Deny)) {
+            Some(RuleAction::Deny)
+        } else if actions.contains(&Some(RuleAction::Ask)) {
+            Some(RuleAction::Ask)
+        } else if actions.iter().all(|a| *a == Some(RuleAction::Allow)) {
+            Some(RuleAction::Allow)
+        } else {
+            None
+        }
+    }
+
+    fn has_restricting_rules(&self, tool: &str) -> bool {
+        self.rules.iter().any(|r| {
+            (r.rule.tool == tool || r.rule.tool == "*") && r.rule.action != RuleAction::Allow
+        })
+    }
+
+    /// In trusted mode nothing asks: what would ask is denied if it is outside the roots,
+    /// allowed otherwise.
+    fn ask_or_deny(&self, reason: AskReason, access: &Access) -> Verdict {
+        if self.mode != Mode::Trusted {
+            return Verdict::Ask(reason);
+        }
+        match reason {
+            AskReason::OutsideRoots => Verdict::Deny(format!(
+                "`{}` is outside the allowed folders and the trusted mode never asks; \
+                 add the folder with --root",
+                access.subject()
+            )),
+            AskReason::Rule => Verdict::Deny(format!(
+                "a permission rule would ask before `{}`, and the trusted mode never asks; \
+                 change the rule or use --mode default",
+                access.subject()
+            )),
+            AskReason::ProtectedPath => Verdict::Ask(reason),
+            AskReason::Mode
+            | AskReason::Unsandboxed
+            | AskReason::UnparsedCommand
+            | AskReason::Hook
+            | AskReason::Network => Verdict::Allow,
+        }
+    }
+
+    #[expect(
+        clippy::match_same_arms,
+        reason = "one arm per case reads as the policy table"
+    )]
+    fn base(&self, flags: ToolFlags, access: &Access) -> Verdict {
+        let strict = self.mode == Mode::Strict;
+        match access {
+            Access::Write(_) if self.mode == Mode::ReadOnly => Verdict::Deny(String::from(
+                "the server runs in read-only mode; nothing may be changed",
+            )),
+            Access::Read(p) | Access::Write(p) if !p.inside_roots => {
+                self.ask_or_deny(AskReason::OutsideRoots, access)
+            }
+            Access::Read(_) => Verdict::Allow,
+            Access::Write(p) if p.protected => Verdict::Ask(AskReason::ProtectedPath),
+            Access::Write(_) if strict => Verdict::Ask(AskReason::Mode),
+            Access::Write(_) => Verdict::Allow,
+            Access::Execute { .. } if self.mode == Mode::ReadOnly && !flags.read_only => {
+                Verdict::Deny(String::from(
+                    "the server runs in read-only mode; commands are off",
+                ))
+            }
+            Access::Execute { .. } if strict => Verdict::Ask(AskReason::Mode),
+            Access::Execute {
+                sandboxed: false, ..
+            } => self.ask_or_deny(AskReason::Unsandboxed, access),
+            Access::Execute { .. } => Verdict::Allow,
+            Access::Network { .. } => self.ask_or_deny(AskReason::Network, access),
+        }
+    }
+}
+
+/// A path outside the roots that a rule or grant allowed becomes openable for this call.
+fn approve_outside(access: &Access, ctx: &ToolContext) {
+    if let Access::Read(p) | Access::Write(p) = access
+        && !p.inside_roots
+    {
+        ctx.approve_path(&p.path);
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Verdict {
+    Allow,
+    Ask(AskReason),
+    Deny(String),
+}
+
+/// "Allow for this session" answers: (tool, pattern) pairs.
+#[derive(Debug, Default)]
+pub struct Grants {
+    granted: Mutex<Vec<(String, String)>>,
+}
+
+impl Grants {
+    /// Records a grant.
+    pub fn add(&self, tool: &str, pattern: String) {
+        let mut granted = self
+            .granted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !granted.iter().any(|(t, p)| t == tool && *p == pattern) {
+            granted.push((tool.to_owned(), pattern));
+        }
+    }
+
+    /// Whether a grant covers this access.
+    pub fn covers(&self, tool: &str, access: &Access) -> bool {
+        let granted = self
+            .granted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        granted.iter().any(|(t, pattern)| {
+            t == tool
+                && match access {
+                    Access::Read(p) | Access::Write(p) => Path::new(pattern) == p.path,
+                    Access::Execute {
+                        parts: Some(parts), ..
+                    } => {
+                        let Ok(glob) = Glob::new(pattern) else {
+                            return false;
+                        };
+                        let m = glob.compile_matcher();
+                        parts.iter().all(|part| m.is_match(part))
+                    }
+                    Access::Execute { parts: None, .. } => false,
+                    Access::Network { host } => host == pattern,
+                }
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "permission_tests.rs"]
+mod tests;

@@ -1,0 +1,132 @@
+//! Stages 4 and 7: hooks that watch, veto or rewrite calls.
+//!
+//! A [`Hook`] is matched by tool name (and whatever else it checks on the input). `before`
+//! hooks run after the permission stage: they can block the call, replace its input (the new
+//! input is parsed, validated and judged again) or ask the user. `after` hooks can replace the
+//! output. A hook that fails is logged and skipped: hooks are reported, never fatal.
+
+use serde_json::Value;
+
+use crate::ask::BoxFuture;
+use crate::context::ToolContext;
+use crate::error::ToolError;
+use crate::tool::ToolOutput;
+
+/// The call a hook sees.
+#[derive(Debug, Clone, Copy)]
+pub struct HookCall<'a> {
+    /// The tool's name.
+    pub tool: &'a str,
+    /// The input as JSON.
+    pub input: &'a Value,
+    /// The call's context.
+    pub ctx: &'a ToolContext,
+}
+
+/// What a `before` hook decides.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BeforeHook {
+    /// Go on.
+    Continue,
+    /// Stop the call; the text goes back to the model.
+    Block(String),
+    /// Go on with this input instead.
+    ReplaceInput(Value),
+    /// Ask the user first; the text says why.
+    Ask(String),
+}
+
+/// What an `after` hook decides.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AfterHook {
+    /// Keep the output.
+    Keep,
+    /// Use this output instead.
+    Replace(Box<ToolOutput>),
+}
+
+/// A hook: Rust code (or a command, see the config) run around matching calls.
+pub trait Hook: Send + Sync + std::fmt::Debug {
+    /// A name for logs and error reports.
+    fn name(&self) -> &str;
+
+    /// Whether the hook applies to this call.
+    fn matches(&self, tool: &str, input: &Value) -> bool;
+
+    /// Runs before the tool. `Err` is reported and ignored.
+    fn before<'a>(&'a self, _call: &'a HookCall<'a>) -> BoxFuture<'a, Result<BeforeHook, String>> {
+        Box::pin(async { Ok(BeforeHook::Continue) })
+    }
+
+    /// Runs after the tool (and truncation). `Err` is reported and ignored.
+    fn after<'a>(
+        &'a self,
+        _call: &'a HookCall<'a>,
+        _output: &'a ToolOutput,
+    ) -> BoxFuture<'a, Result<AfterHook, String>> {
+        Box::pin(async { Ok(AfterHook::Keep) })
+    }
+}
+
+/// The combined verdict of the `before` hooks that did not block.
+#[derive(Debug, Default)]
+pub(super) struct Before {
+    /// The input to use instead, if a hook replaced it.
+    pub(super) input: Option<Value>,
+    /// Why the user must confirm, if a hook asked.
+    pub(super) ask: Option<String>,
+}
+
+/// Runs the matching `before` hooks in order; a replaced input is what later hooks see.
+pub(super) async fn before(
+    hooks: &[std::sync::Arc<dyn Hook>],
+    call: &HookCall<'_>,
+) -> Result<Before, ToolError> {
+    let mut replaced: Option<Value> = None;
+    let mut asks: Vec<String> = Vec::new();
+    for hook in hooks {
+        let input = replaced.as_ref().unwrap_or(call.input);
+        if !hook.matches(call.tool, input) {
+            continue;
+        }
+        let this = HookCall { input, ..*call };
+        match hook.before(&this).await {
+            Ok(BeforeHook::Continue) => {}
+            Ok(BeforeHook::Block(reason)) => return Err(ToolError::Blocked(reason)),
+            Ok(BeforeHook::ReplaceInput(value)) => replaced = Some(value),
+            Ok(BeforeHook::Ask(reason)) => asks.push(reason),
+            Err(err) => tracing::warn!(
+                hook = hook.name(),
+                tool = call.tool,
+                "before hook failed: {err}"
+            ),
+        }
+    }
+    Ok(Before {
+        input: replaced,
+        ask: (!asks.is_empty()).then(|| asks.join("\n")),
+    })
+}
+
+/// Runs the matching `after` hooks in order; each sees the output of the one before.
+pub(super) async fn after(
+    hooks: &[std::sync::Arc<dyn Hook>],
+    call: &HookCall<'_>,
+    mut output: ToolOutput,
+) -> ToolOutput {
+    for hook in hooks {
+        if !hook.matches(call.tool, call.input) {
+            continue;
+        }
+        match hook.after(call, &output).await {
+            Ok(AfterHook::Keep) => {}
+            Ok(AfterHook::Replace(replacement)) => output = *replacement,
+            Err(err) => tracing::warn!(
+                hook = hook.name(),
+                tool = call.tool,
+                "after hook failed: {err}"
+            ),
+        }
+    }
+    output
+}

@@ -1,0 +1,180 @@
+//! The pipeline: the only path from a call to a tool.
+//!
+//! [`run`] takes every call through the same stages, in this order:
+//!
+//! 1. **parse** (`validate.rs`): JSON arguments -> the tool's typed arguments. A schema error
+//!    names the field, what was expected and what was given.
+//! 2. **validate**: the tool's semantic checks ([`crate::Tool::validate`]); may correct input.
+//! 3. **permission** (`permission.rs`): the tool's accesses judged by the policy; an `Ask` goes
+//!    to `ctx.asker()`; nothing runs before the yes.
+//! 4. **before hooks** (`hooks.rs`): may block the call, replace its input (which then goes
+//!    through stages 1-3 again) or ask for confirmation.
+//! 5. **execute**: the tool runs. On cancellation a tool whose interrupt behaviour is `Cancel`
+//!    is dropped at once; a `Block` tool finishes and its result is discarded by the caller.
+//! 6. **truncate** (`truncate.rs`): text over the tool's limits is cut (head, tail or
+//!    head+tail), the full text saved to a spill file, and a notice says what to do next.
+//! 7. **after hooks**: may replace the output.
+//!
+//! A panic inside a tool is caught and becomes a [`ToolError`]: a failing tool cannot take
+//! the server down. Tools never truncate, ask or log their results themselves.
+
+mod hooks;
+mod permission;
+mod truncate;
+mod validate;
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::context::ToolContext;
+use crate::error::ToolError;
+use crate::registry::{DynTool, ErasedArgs, ToolRegistry};
+use crate::tool::{InterruptBehavior, ToolOutput};
+
+pub use hooks::{AfterHook, BeforeHook, Hook, HookCall};
+pub use truncate::{Cut, Truncation, truncate_text};
+pub(crate) use validate::parse_args;
+
+/// A call that could not be routed to a tool: a protocol fault, not a tool error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// No tool has this name.
+    #[error("unknown tool `{name}`; available tools: {available}")]
+    UnknownTool {
+        /// The name called.
+        name: String,
+        /// The tools there are, comma-separated.
+        available: String,
+    },
+}
+
+/// What a finished call reports besides its output, for logs and the audit trail.
+#[derive(Debug)]
+pub struct CallReport {
+    /// The tool's result.
+    pub result: Result<ToolOutput, ToolError>,
+    /// How long the call took, all stages included.
+    pub duration: Duration,
+}
+
+/// Runs one call through every stage. `Err` only when no such tool exists.
+pub async fn run(
+    registry: &ToolRegistry,
+    name: &str,
+    input: Value,
+    ctx: &ToolContext,
+) -> Result<CallReport, CallError> {
+    let Some(tool) = registry.get(name) else {
+        return Err(CallError::UnknownTool {
+            name: name.to_owned(),
+            available: registry.names().collect::<Vec<_>>().join(", "),
+        });
+    };
+    let started = Instant::now();
+    let result = CatchUnwind(Box::pin(run_stages(tool.as_ref(), input, ctx))).await;
+    let result = result.unwrap_or_else(|panic| {
+        tracing::error!(tool = name, panic = %panic, "a tool panicked");
+        Err(ToolError::failed(format!(
+            "internal error in `{name}`: {panic}. The server is still running; please retry or report this"
+        )))
+    });
+    Ok(CallReport {
+        result,
+        duration: started.elapsed(),
+    })
+}
+
+async fn run_stages(
+    tool: &dyn DynTool,
+    input: Value,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    let mut input = input;
+    let mut args = prepare(tool, input.clone(), ctx).await?;
+    let hooks = ctx.env().hooks();
+    let call = HookCall {
+        tool: tool.name(),
+        input: &input,
+        ctx,
+    };
+    let verdict = hooks::before(hooks, &call).await?;
+    if let Some(replaced) = verdict.input {
+        input = replaced;
+        args = prepare(tool, input.clone(), ctx).await?;
+    }
+    if let Some(reason) = verdict.ask {
+        permission::confirm_for_hook(tool.name(), &input, reason, ctx).await?;
+    }
+    let output = execute(tool, args, ctx).await?;
+    let output = truncate::apply(output, tool.output_limits(ctx.env()), ctx.env().spill());
+    let call = HookCall {
+        tool: tool.name(),
+        input: &input,
+        ctx,
+    };
+    Ok(hooks::after(hooks, &call, output).await)
+}
+
+/// Stages 1-3: parse, validate, permission.
+async fn prepare(
+    tool: &dyn DynTool,
+    input: Value,
+    ctx: &ToolContext,
+) -> Result<ErasedArgs, ToolError> {
+    let args = tool.parse(input)?;
+    let args = tool.validate(args, ctx).await?;
+    permission::check(tool, &args, ctx).await?;
+    Ok(args)
+}
+
+async fn execute(
+    tool: &dyn DynTool,
+    args: ErasedArgs,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    if ctx.is_cancelled() {
+        return Err(ToolError::Cancelled);
+    }
+    let interrupt = tool.flags(Some(&args)).interrupt;
+    let work = tool.execute(args, ctx);
+    match interrupt {
+        InterruptBehavior::Cancel => tokio::select! {
+            biased;
+            () = ctx.cancellation().cancelled() => Err(ToolError::Cancelled),
+            result = work => result,
+        },
+        InterruptBehavior::Block => work.await,
+    }
+}
+
+/// Polls a future, turning a panic into `Err(message)`.
+struct CatchUnwind<F>(Pin<Box<F>>);
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, String>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
+            Err(payload) => {
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .map(ToString::to_string)
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| String::from("a panic"));
+                Poll::Ready(Err(message))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,85 @@
+//! Stage 3: the permission decision, and asking when the policy says so.
+
+use serde_json::Value;
+
+use crate::context::ToolContext;
+use crate::error::ToolError;
+use crate::permission::{Access, Approval, AskReason, AskRequest, Permission};
+use crate::registry::{DynTool, ErasedArgs};
+
+/// Judges the call and, on `Ask`, asks. `Ok` means the call may run.
+pub(super) async fn check(
+    tool: &dyn DynTool,
+    args: &ErasedArgs,
+    ctx: &ToolContext,
+) -> Result<(), ToolError> {
+    let permission = tool.permission(args, ctx).await?;
+    resolve(permission, ctx).await
+}
+
+/// Turns a verdict into go / no-go, asking the user for an `Ask`.
+pub(super) async fn resolve(permission: Permission, ctx: &ToolContext) -> Result<(), ToolError> {
+    match permission {
+        Permission::Allow => Ok(()),
+        Permission::Deny(why) => Err(ToolError::PermissionDenied(why)),
+        Permission::Ask(request) => ask(&request, ctx).await,
+    }
+}
+
+async fn ask(request: &AskRequest, ctx: &ToolContext) -> Result<(), ToolError> {
+    let approval = tokio::select! {
+        biased;
+        () = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
+        approval = ctx.asker().approve(request, ctx) => approval,
+    };
+    match approval {
+        Approval::Once => {
+            approve_paths(request, ctx);
+            Ok(())
+        }
+        Approval::Session => {
+            if let Some(pattern) = &request.session_pattern {
+                ctx.session().grants().add(&request.tool, pattern.clone());
+            }
+            approve_paths(request, ctx);
+            Ok(())
+        }
+        Approval::Deny { reason } => Err(ToolError::PermissionDenied(match reason {
+            Some(reason) if !reason.trim().is_empty() => {
+                format!("the user declined: {}", reason.trim())
+            }
+            _ => String::from(
+                "the user declined this call; do not retry it as is, ask the user what to do instead",
+            ),
+        })),
+        Approval::Unavailable(why) => Err(ToolError::PermissionDenied(why)),
+        Approval::Pending(pending) => Err(ToolError::InputRequired(pending)),
+    }
+}
+
+/// After a yes, paths outside the roots become openable for this call only.
+fn approve_paths(request: &AskRequest, ctx: &ToolContext) {
+    for access in &request.accesses {
+        if let Access::Read(p) | Access::Write(p) = access {
+            ctx.approve_path(&p.path);
+        }
+    }
+}
+
+/// A `before` hook asked for confirmation: ask the user with the hook's reason.
+pub(super) async fn confirm_for_hook(
+    tool: &str,
+    input: &Value,
+    reason: String,
+    ctx: &ToolContext,
+) -> Result<(), ToolError> {
+    let request = AskRequest {
+        tool: tool.to_owned(),
+        summary: format!("{tool}: {input}"),
+        detail: Some(reason),
+        reason: AskReason::Hook,
+        session_pattern: None,
+        accesses: Vec::new(),
+    };
+    ask(&request, ctx).await
+}

@@ -1,0 +1,344 @@
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use pretty_assertions::assert_eq;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::ask::{BoxFuture, ScriptedAsker};
+use crate::context::{AccessKind, ToolEnv};
+use crate::permission::{Access, Approval};
+use crate::registry::ToolSource;
+use crate::testutil::TestWorkspace;
+use crate::tool::{Tool, ToolFlags};
+
+/// Arguments of the test tool.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ProbeArgs {
+    /// What to do.
+    action: String,
+    /// A path it touches, if any.
+    path: Option<String>,
+    /// How long to sleep.
+    millis: Option<u64>,
+}
+
+/// A tool whose behaviour the arguments choose.
+#[derive(Default)]
+struct Probe {
+    interrupt: InterruptBehavior,
+    finished: Arc<AtomicUsize>,
+}
+
+impl Tool for Probe {
+    type Args = ProbeArgs;
+    const NAME: &'static str = "probe";
+    const TITLE: &'static str = "Probe";
+
+    fn description(&self, _env: &ToolEnv) -> Cow<'static, str> {
+        "test".into()
+    }
+
+    fn flags(&self, _args: Option<&ProbeArgs>) -> ToolFlags {
+        ToolFlags {
+            interrupt: self.interrupt,
+            ..ToolFlags::default()
+        }
+    }
+
+    async fn validate(
+        &self,
+        mut args: ProbeArgs,
+        _ctx: &ToolContext,
+    ) -> Result<ProbeArgs, ToolError> {
+        if args.action == "invalid" {
+            return Err(ToolError::invalid(
+                "`action` may not be `invalid`; use `echo`",
+            ));
+        }
+        args.action = args.action.trim().to_owned();
+        Ok(args)
+    }
+
+    async fn accesses(
+        &self,
+        args: &ProbeArgs,
+        ctx: &ToolContext,
+    ) -> Result<Vec<Access>, ToolError> {
+        match &args.path {
+            Some(path) => Ok(vec![ctx.path_access(path, AccessKind::Write).await?]),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    async fn execute(&self, args: ProbeArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        match args.action.as_str() {
+            "panic" => panic!("probe exploded"),
+            "sleep" => {
+                tokio::time::sleep(Duration::from_millis(args.millis.unwrap_or(0))).await;
+                self.finished.fetch_add(1, Ordering::SeqCst);
+                Ok(ToolOutput::text("slept"))
+            }
+            "lines" => Ok(ToolOutput::text("x\n".repeat(5000))),
+            other => Ok(ToolOutput::text(format!("echo {other}"))),
+        }
+    }
+}
+
+fn workspace_with(probe: Probe) -> TestWorkspace {
+    let mut ws = TestWorkspace::new();
+    ws.registry.register(probe, ToolSource::Caller);
+    ws
+}
+
+#[tokio::test]
+async fn unknown_tools_are_protocol_errors_naming_the_alternatives() {
+    let ws = TestWorkspace::new();
+    let err = run(&ws.registry, "nope", json!({}), &ws.ctx())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unknown tool `nope`; available tools: read, ls"
+    );
+}
+
+#[tokio::test]
+async fn schema_errors_name_the_field_and_validate_can_correct_or_refuse() {
+    let ws = workspace_with(Probe::default());
+    let err = ws.call("probe", json!({"action": 5})).await.unwrap_err();
+    assert!(matches!(err, ToolError::InvalidArguments { .. }));
+    assert!(err.to_string().starts_with("invalid arguments for `probe`: field `action`: invalid type: integer `5`, expected a string"), "{err}");
+    assert_eq!(
+        ws.text("probe", json!({"action": "  hi  "})).await,
+        "echo hi"
+    );
+    assert_eq!(
+        ws.error("probe", json!({"action": "invalid"})).await,
+        "`action` may not be `invalid`; use `echo`"
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_tool_becomes_an_error() {
+    let ws = workspace_with(Probe::default());
+    let err = ws.error("probe", json!({"action": "panic"})).await;
+    assert!(
+        err.contains("internal error in `probe`: probe exploded"),
+        "{err}"
+    );
+    assert_eq!(
+        ws.text("probe", json!({"action": "still alive"})).await,
+        "echo still alive"
+    );
+}
+
+#[tokio::test]
+async fn cancel_tools_stop_at_once_and_block_tools_finish() {
+    for interrupt in [InterruptBehavior::Cancel, InterruptBehavior::Block] {
+        let finished = Arc::new(AtomicUsize::new(0));
+        let ws = workspace_with(Probe {
+            interrupt,
+            finished: Arc::clone(&finished),
+        });
+        let ctx = ws.ctx();
+        let token = ctx.cancellation().clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            token.cancel();
+        });
+        let started = std::time::Instant::now();
+        let result = ws
+            .call_with(&ctx, "probe", json!({"action": "sleep", "millis": 400}))
+            .await;
+        match interrupt {
+            InterruptBehavior::Cancel => {
+                assert!(matches!(result, Err(ToolError::Cancelled)));
+                assert!(started.elapsed() < Duration::from_millis(350));
+                assert_eq!(finished.load(Ordering::SeqCst), 0);
+            }
+            InterruptBehavior::Block => {
+                assert_eq!(result.unwrap().joined_text(), "slept");
+                assert_eq!(finished.load(Ordering::SeqCst), 1);
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_ask_runs_nothing_before_the_yes() {
+    let finished = Arc::new(AtomicUsize::new(0));
+    let ws = workspace_with(Probe {
+        finished: Arc::clone(&finished),
+        ..Probe::default()
+    });
+    let outside = ws.outside().join("f.txt").display().to_string();
+    let args = json!({"action": "sleep", "path": outside});
+
+    let denied = Arc::new(ScriptedAsker::approving([Approval::Deny {
+        reason: Some("not there".into()),
+    }]));
+    let err = ws
+        .call_with(&ws.ctx_with(denied.clone()), "probe", args.clone())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "permission denied: the user declined: not there"
+    );
+    assert_eq!(finished.load(Ordering::SeqCst), 0);
+    let asked = denied.asked();
+    assert_eq!(asked.len(), 1);
+    assert!(
+        asked[0].summary.contains("write") && asked[0].summary.contains("f.txt"),
+        "{}",
+        asked[0].summary
+    );
+
+    let once = Arc::new(ScriptedAsker::approving([Approval::Once]));
+    assert_eq!(
+        ws.call_with(&ws.ctx_with(once), "probe", args.clone())
+            .await
+            .unwrap()
+            .joined_text(),
+        "slept"
+    );
+    // "Once" does not carry over to the next call.
+    let err = ws.call("probe", args.clone()).await.unwrap_err();
+    assert!(matches!(err, ToolError::PermissionDenied(_)));
+
+    let session = Arc::new(ScriptedAsker::approving([Approval::Session]));
+    ws.call_with(&ws.ctx_with(session.clone()), "probe", args.clone())
+        .await
+        .unwrap();
+    // The session grant now covers it: no asker needed.
+    ws.call("probe", args).await.unwrap();
+    assert_eq!(session.asked().len(), 1);
+}
+
+#[derive(Debug)]
+struct TestHook {
+    before: BeforeHook,
+    after: Option<String>,
+    fail: bool,
+}
+
+impl Hook for TestHook {
+    fn name(&self) -> &'static str {
+        "test"
+    }
+
+    fn matches(&self, tool: &str, _input: &Value) -> bool {
+        tool == "probe"
+    }
+
+    fn before<'a>(&'a self, _call: &'a HookCall<'a>) -> BoxFuture<'a, Result<BeforeHook, String>> {
+        let verdict = if self.fail {
+            Err("hook crashed".to_owned())
+        } else {
+            Ok(self.before.clone())
+        };
+        Box::pin(async move { verdict })
+    }
+
+    fn after<'a>(
+        &'a self,
+        _call: &'a HookCall<'a>,
+        output: &'a ToolOutput,
+    ) -> BoxFuture<'a, Result<AfterHook, String>> {
+        let verdict = match &self.after {
+            Some(prefix) => AfterHook::Replace(Box::new(ToolOutput::text(format!(
+                "{prefix}{}",
+                output.joined_text()
+            )))),
+            None => AfterHook::Keep,
+        };
+        Box::pin(async move { Ok(verdict) })
+    }
+}
+
+async fn with_hook(hook: TestHook, args: Value) -> Result<ToolOutput, ToolError> {
+    let spill = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let env = ToolEnv::builder()
+        .root(root.path())
+        .spill_dir(spill.path())
+        .hook(Arc::new(hook))
+        .build()
+        .unwrap();
+    let mut registry = ToolRegistry::new();
+    registry.register(Probe::default(), ToolSource::Caller);
+    let ctx = ToolContext::builder(Arc::new(env)).build();
+    run(&registry, "probe", args, &ctx).await.unwrap().result
+}
+
+#[tokio::test]
+async fn hooks_block_replace_input_and_rewrite_output() {
+    let block = TestHook {
+        before: BeforeHook::Block("no probing on Fridays".into()),
+        after: None,
+        fail: false,
+    };
+    let err = with_hook(block, json!({"action": "a"})).await.unwrap_err();
+    assert_eq!(err.to_string(), "blocked by hook: no probing on Fridays");
+
+    let replace = TestHook {
+        before: BeforeHook::ReplaceInput(json!({"action": "b"})),
+        after: Some("after: ".into()),
+        fail: false,
+    };
+    assert_eq!(
+        with_hook(replace, json!({"action": "a"}))
+            .await
+            .unwrap()
+            .joined_text(),
+        "after: echo b"
+    );
+
+    // A replaced input goes through validation again.
+    let invalid = TestHook {
+        before: BeforeHook::ReplaceInput(json!({"action": "invalid"})),
+        after: None,
+        fail: false,
+    };
+    assert!(with_hook(invalid, json!({"action": "a"})).await.is_err());
+
+    // A failing hook is reported, not fatal.
+    let failing = TestHook {
+        before: BeforeHook::Continue,
+        after: None,
+        fail: true,
+    };
+    assert_eq!(
+        with_hook(failing, json!({"action": "a"}))
+            .await
+            .unwrap()
+            .joined_text(),
+        "echo a"
+    );
+
+    // An ask from a hook with nobody to ask denies.
+    let ask = TestHook {
+        before: BeforeHook::Ask("double-check".into()),
+        after: None,
+        fail: false,
+    };
+    assert!(matches!(
+        with_hook(ask, json!({"action": "a"})).await,
+        Err(ToolError::PermissionDenied(_))
+    ));
+}
+
+#[tokio::test]
+async fn output_is_truncated_by_the_pipeline() {
+    let ws = workspace_with(Probe::default());
+    let out = ws.call("probe", json!({"action": "lines"})).await.unwrap();
+    let truncation = out.truncated.clone().expect("5000 lines is over the limit");
+    assert_eq!(truncation.cut.total_lines, 5000);
+    assert!(out.joined_text().lines().count() <= 2000);
+}

@@ -1,0 +1,264 @@
+//! Stage 6: truncation. One module, three modes, dual limits (lines and bytes).
+//!
+//! [`truncate_text`] is pure: it keeps the head, the tail, or both ends of a text so that the
+//! kept text *plus the notice that [`apply`] adds* fits the limits, cuts only at line ends
+//! (or, for a single overlong line, at a character boundary), and reports a [`Cut`] exactly
+//! when it removed something. [`apply`] saves the full text to a spill file and writes the
+//! notice: how much was cut, where the full output is, and what to do next.
+
+use crate::spill::{SpillFile, SpillStore};
+use crate::tool::{Content, OutputLimits, ToolOutput, TruncationMode};
+
+/// Lines kept free for the notice (a blank line and the notice) and the middle marker.
+const NOTICE_LINES: usize = 4;
+/// Bytes kept free for the notice and the middle marker.
+const NOTICE_BYTES: usize = 640;
+
+/// What [`truncate_text`] removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut {
+    /// Lines in the full text.
+    pub total_lines: usize,
+    /// Bytes in the full text.
+    pub total_bytes: usize,
+    /// Lines kept at the start (the last may be partial, see `partial_line`).
+    pub head_lines: usize,
+    /// Lines kept at the end.
+    pub tail_lines: usize,
+    /// Bytes kept (head and tail).
+    pub kept_bytes: usize,
+    /// The last head line was cut inside the line.
+    pub partial_line: bool,
+}
+
+/// What the truncation stage did to an output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Truncation {
+    /// Which part was kept.
+    pub mode: TruncationMode,
+    /// What was cut.
+    pub cut: Cut,
+    /// Where the full output is, if it could be saved.
+    pub spill: Option<SpillFile>,
+}
+
+/// Keeps what fits. Returns the kept text (with a marker in the middle for head+tail) and the
+/// cut, or the text unchanged and `None` when it fits.
+pub fn truncate_text(text: &str, limits: OutputLimits) -> (String, Option<Cut>) {
+    let total_bytes = text.len();
+    let total_lines = count_lines(text);
+    if total_lines <= limits.max_lines && total_bytes <= limits.max_bytes {
+        return (text.to_owned(), None);
+    }
+    let line_budget = limits.max_lines.saturating_sub(NOTICE_LINES).max(1);
+    let byte_budget = limits
+        .max_bytes
+        .saturating_sub(NOTICE_BYTES.min(limits.max_bytes / 2));
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let (head, tail) = match limits.mode {
+        TruncationMode::Head => (take_head(&lines, line_budget, byte_budget), Kept::default()),
+        TruncationMode::Tail => (Kept::default(), take_tail(&lines, line_budget, byte_budget)),
+        TruncationMode::HeadTail => {
+            let head = take_head(&lines, line_budget.div_ceil(2), byte_budget.div_ceil(2));
+            let rest = &lines[head.lines.min(lines.len())..];
+            let tail = take_tail(rest, line_budget / 2, byte_budget / 2);
+            (head, tail)
+        }
+    };
+    let cut = Cut {
+        total_lines,
+        total_bytes,
+        head_lines: head.lines,
+        tail_lines: tail.lines,
+        kept_bytes: head.bytes + tail.bytes,
+        partial_line: head.partial,
+    };
+    let mut kept = String::with_capacity(cut.kept_bytes + 80);
+    kept.push_str(&text[..head.bytes]);
+    if limits.mode == TruncationMode::HeadTail {
+        let omitted_lines = total_lines - head.lines - tail.lines;
+        let omitted_bytes = total_bytes - cut.kept_bytes;
+        if !kept.is_empty() && !kept.ends_with('\n') {
+            kept.push('\n');
+        }
+        kept.push_str(&format!(
+            "[... {omitted_lines} lines ({omitted_bytes} bytes) cut ...]\n"
+        ));
+    }
+    kept.push_str(&text[total_bytes - tail.bytes..]);
+    (kept, Some(cut))
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Kept {
+    lines: usize,
+    bytes: usize,
+    partial: bool,
+}
+
+fn take_head(lines: &[&str], max_lines: usize, max_bytes: usize) -> Kept {
+    let mut kept = Kept::default();
+    for line in lines {
+        if kept.lines == max_lines || kept.bytes + line.len() > max_bytes {
+            break;
+        }
+        kept.lines += 1;
+        kept.bytes += line.len();
+    }
+    if kept.lines == 0
+        && max_lines > 0
+        && let Some(first) = lines.first()
+    {
+        // One line longer than the whole budget: keep its start, cut at a char boundary.
+        kept = Kept {
+            lines: 1,
+            bytes: floor_char_boundary(first, max_bytes),
+            partial: true,
+        };
+    }
+    kept
+}
+
+fn take_tail(lines: &[&str], max_lines: usize, max_bytes: usize) -> Kept {
+    let mut kept = Kept::default();
+    for line in lines.iter().rev() {
+        if kept.lines == max_lines || kept.bytes + line.len() > max_bytes {
+            break;
+        }
+        kept.lines += 1;
+        kept.bytes += line.len();
+    }
+    if kept.lines == 0
+        && max_lines > 0
+        && let Some(last) = lines.last()
+    {
+        // One line longer than the whole budget: keep its end, cut at a char boundary.
+        let start = ceil_char_boundary(last, last.len().saturating_sub(max_bytes));
+        kept = Kept {
+            lines: 1,
+            bytes: last.len() - start,
+            partial: false,
+        };
+    }
+    kept
+}
+
+fn count_lines(text: &str) -> usize {
+    text.split_inclusive('\n').count()
+}
+
+fn ceil_char_boundary(s: &str, index: usize) -> usize {
+    let mut i = index.min(s.len());
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+fn floor_char_boundary(s: &str, index: usize) -> usize {
+    let mut i = index.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Truncates every text block of an output, saving the full text and adding a notice and a
+/// resource link when anything was cut.
+pub(super) fn apply(
+    mut output: ToolOutput,
+    limits: OutputLimits,
+    spill: &SpillStore,
+) -> ToolOutput {
+    let mut links = Vec::new();
+    for block in &mut output.content {
+        let Content::Text(text) = block else { continue };
+        let (kept, Some(cut)) = truncate_text(text, limits) else {
+            continue;
+        };
+        let saved = spill.save(text);
+        let notice = notice(limits, &cut, saved.as_ref().ok(), output.first_line);
+        if let Err(err) = &saved {
+            tracing::warn!("could not save the full output: {err}");
+        }
+        *text = match limits.mode {
+            TruncationMode::Tail => format!("{notice}\n\n{kept}"),
+            TruncationMode::Head | TruncationMode::HeadTail => {
+                let separator = if kept.ends_with('\n') { "\n" } else { "\n\n" };
+                format!("{kept}{separator}{notice}")
+            }
+        };
+        if let Ok(file) = &saved {
+            links.push(Content::ResourceLink {
+                uri: file.uri(),
+                name: format!("full output ({} bytes)", file.size),
+                size: Some(file.size),
+            });
+        }
+        output.truncated = Some(Truncation {
+            mode: limits.mode,
+            cut,
+            spill: saved.ok(),
+        });
+    }
+    output.content.extend(links);
+    output
+}
+
+/// The notice: what was cut, where the full output is, what to do next. One line.
+fn notice(
+    limits: OutputLimits,
+    cut: &Cut,
+    spill: Option<&SpillFile>,
+    first_line: Option<usize>,
+) -> String {
+    let shown = match limits.mode {
+        TruncationMode::Head => {
+            format!("showing lines 1-{} of {}", cut.head_lines, cut.total_lines)
+        }
+        TruncationMode::Tail => {
+            format!(
+                "showing the last {} of {} lines",
+                cut.tail_lines, cut.total_lines
+            )
+        }
+        TruncationMode::HeadTail => format!(
+            "showing the first {} and the last {} of {} lines",
+            cut.head_lines, cut.tail_lines, cut.total_lines
+        ),
+    };
+    let limit = if cut.total_bytes > limits.max_bytes {
+        format!("{} KiB limit", limits.max_bytes / 1024)
+    } else {
+        format!("{} line limit", limits.max_lines)
+    };
+    let mut where_full = match spill {
+        // Keep the notice inside its reserve even for an absurdly long data directory.
+        Some(file) if file.path.as_os_str().len() < NOTICE_BYTES / 4 => {
+            format!(
+                "Full output ({} bytes): {} ({})",
+                cut.total_bytes,
+                file.path.display(),
+                file.uri()
+            )
+        }
+        Some(file) => format!("Full output ({} bytes): {}", cut.total_bytes, file.uri()),
+        None => String::from("The full output could not be saved"),
+    };
+    where_full.push('.');
+    let next = match (limits.mode, first_line) {
+        (TruncationMode::Head, Some(first)) => {
+            let continue_at = first + cut.head_lines - usize::from(cut.partial_line);
+            format!(" Use offset={continue_at} to continue.")
+        }
+        (_, _) if spill.is_some() => {
+            String::from(" Read that file with an offset to see the rest, or narrow the call.")
+        }
+        _ => String::from(" Narrow the call to see the rest."),
+    };
+    format!("[Output truncated: {shown} ({limit}). {where_full}{next}]")
+}
+
+#[cfg(test)]
+#[path = "truncate_tests.rs"]
+mod tests;

@@ -1,0 +1,181 @@
+use pretty_assertions::assert_eq;
+use proptest::prelude::*;
+
+use super::*;
+use crate::spill::SpillStore;
+
+fn limits(max_lines: usize, max_bytes: usize, mode: TruncationMode) -> OutputLimits {
+    OutputLimits {
+        max_lines,
+        max_bytes,
+        mode,
+    }
+}
+
+fn numbered(lines: usize) -> String {
+    (1..=lines).map(|i| format!("line {i}\n")).collect()
+}
+
+#[test]
+fn text_within_limits_is_untouched() {
+    let text = numbered(10);
+    let (kept, cut) = truncate_text(&text, limits(10, 1000, TruncationMode::Head));
+    assert_eq!((kept.as_str(), cut), (text.as_str(), None));
+}
+
+#[test]
+fn head_keeps_whole_lines_from_the_start() {
+    let (kept, cut) = truncate_text(&numbered(100), limits(20, 100_000, TruncationMode::Head));
+    let cut = cut.unwrap();
+    assert_eq!(kept, numbered(16));
+    assert_eq!(
+        (cut.head_lines, cut.tail_lines, cut.total_lines),
+        (16, 0, 100)
+    );
+}
+
+#[test]
+fn tail_keeps_whole_lines_from_the_end() {
+    let (kept, cut) = truncate_text(&numbered(100), limits(20, 100_000, TruncationMode::Tail));
+    assert!(
+        kept.starts_with("line 85\n") && kept.ends_with("line 100\n"),
+        "{kept}"
+    );
+    assert_eq!(cut.unwrap().tail_lines, 16);
+}
+
+#[test]
+fn head_tail_cuts_the_middle_and_counts_it() {
+    let (kept, cut) = truncate_text(
+        &numbered(100),
+        limits(20, 100_000, TruncationMode::HeadTail),
+    );
+    let cut = cut.unwrap();
+    assert_eq!((cut.head_lines, cut.tail_lines), (8, 8));
+    assert!(kept.starts_with("line 1\n"), "{kept}");
+    assert!(kept.contains("line 8\n[... 84 lines ("), "{kept}");
+    assert!(
+        kept.ends_with("line 93\nline 94\nline 95\nline 96\nline 97\nline 98\nline 99\nline 100\n")
+    );
+}
+
+#[test]
+fn byte_limit_applies_as_well_as_line_limit() {
+    let text = "x".repeat(99) + "\n";
+    let text = text.repeat(1000);
+    let (kept, cut) = truncate_text(&text, limits(2000, 2000, TruncationMode::Head));
+    assert!(kept.len() <= 2000 - 640, "{}", kept.len());
+    assert_eq!(cut.unwrap().head_lines, 13);
+}
+
+#[test]
+fn one_huge_line_is_cut_at_a_char_boundary() {
+    let text = "é".repeat(10_000);
+    let (kept, cut) = truncate_text(&text, limits(100, 1001, TruncationMode::Head));
+    assert!(cut.unwrap().partial_line);
+    assert!(kept.len() <= 1001 - 500);
+    assert!(kept.chars().all(|c| c == 'é'));
+    let (kept, _) = truncate_text(&text, limits(100, 1001, TruncationMode::Tail));
+    assert!(!kept.is_empty() && kept.chars().all(|c| c == 'é'));
+}
+
+#[test]
+fn apply_saves_the_full_output_links_it_and_says_how_to_continue() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill = SpillStore::open(dir.path()).unwrap();
+    let full = numbered(3000);
+    let mut output = ToolOutput::text(full.clone());
+    output.first_line = Some(101);
+    let output = apply(
+        output,
+        limits(2000, 1_000_000, TruncationMode::Head),
+        &spill,
+    );
+    let truncation = output.truncated.clone().unwrap();
+    let file = truncation.spill.unwrap();
+    assert_eq!(std::fs::read_to_string(&file.path).unwrap(), full);
+    let text = output.joined_text();
+    let last = text.lines().last().unwrap();
+    assert!(
+        last.starts_with("[Output truncated: showing lines 1-1996 of 3000 (2000 line limit)."),
+        "{last}"
+    );
+    assert!(last.contains(&file.path.display().to_string()), "{last}");
+    assert!(last.ends_with("Use offset=2097 to continue.]"), "{last}");
+    assert!(
+        output
+            .content
+            .iter()
+            .any(|c| matches!(c, Content::ResourceLink { uri, .. } if *uri == file.uri()))
+    );
+}
+
+#[test]
+fn apply_leaves_small_outputs_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill = SpillStore::open(dir.path()).unwrap();
+    let output = apply(ToolOutput::text("short"), OutputLimits::DEFAULT, &spill);
+    assert_eq!(output.joined_text(), "short");
+    assert_eq!(output.truncated, None);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+fn any_mode() -> impl Strategy<Value = TruncationMode> {
+    prop_oneof![
+        Just(TruncationMode::Head),
+        Just(TruncationMode::Tail),
+        Just(TruncationMode::HeadTail)
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn truncation_keeps_its_promises(
+        lines in proptest::collection::vec("[a-zé€😀 ]{0,40}", 0..200),
+        trailing_newline in any::<bool>(),
+        max_lines in 1usize..120,
+        max_bytes in 1usize..4000,
+        mode in any_mode(),
+    ) {
+        let mut text = lines.join("\n");
+        if trailing_newline && !text.is_empty() {
+            text.push('\n');
+        }
+        let limits = OutputLimits { max_lines, max_bytes, mode };
+        let dir = tempfile::tempdir().unwrap();
+        let spill = SpillStore::open(dir.path()).unwrap();
+        let (kept, cut) = truncate_text(&text, limits);
+        let fits = text.split_inclusive('\n').count() <= max_lines && text.len() <= max_bytes;
+        // Reports truncation iff it happened.
+        prop_assert_eq!(cut.is_none(), fits);
+        if fits {
+            prop_assert_eq!(&kept, &text);
+        } else {
+            // Never splits a character: kept parts are slices of the original at char
+            // boundaries (the String would not exist otherwise) and come from its ends.
+            let cut = cut.unwrap();
+            prop_assert!(cut.kept_bytes < text.len() || cut.head_lines + cut.tail_lines < cut.total_lines);
+            if mode == TruncationMode::Head {
+                prop_assert!(text.starts_with(&kept));
+            }
+            if mode == TruncationMode::Tail {
+                prop_assert!(text.ends_with(&kept));
+            }
+            // Whole lines only, unless a single line was too long for the budget.
+            if mode == TruncationMode::Head && !cut.partial_line {
+                prop_assert!(kept.is_empty() || kept.ends_with('\n') || kept.len() == text.len());
+            }
+        }
+        // With the notice, the result stays within both limits whenever the limits leave
+        // room for a notice at all.
+        let output = apply(ToolOutput::text(text.clone()), limits, &spill);
+        let shown = match &output.content[0] { Content::Text(t) => t.clone(), _ => unreachable!() };
+        prop_assert_eq!(output.truncated.is_some(), !fits);
+        if max_bytes >= 1300 && max_lines >= 8 {
+            prop_assert!(shown.len() <= max_bytes, "{} > {}", shown.len(), max_bytes);
+            prop_assert!(shown.split_inclusive('\n').count() <= max_lines);
+        }
+    }
+}

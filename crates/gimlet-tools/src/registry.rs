@@ -1,0 +1,323 @@
+//! [`ToolRegistry`]: name -> tool, merged from built-ins, plugins and the caller's own tools.
+//!
+//! The typed [`Tool`] trait is erased here, once, by a blanket `impl<T: Tool> DynTool for T`
+//! that parses `serde_json::Value` into `T::Args` (as codex erases its `ToolHandler`).
+
+use std::any::Any;
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::ask::BoxFuture;
+use crate::context::{ToolContext, ToolEnv};
+use crate::error::ToolError;
+use crate::permission::Permission;
+use crate::schema::input_schema;
+use crate::tool::{JsonObject, OutputLimits, Tool, ToolFlags, ToolOutput};
+
+/// Parsed arguments of some tool, behind a type-erased box.
+pub struct ErasedArgs(Box<dyn Any + Send + Sync>);
+
+impl std::fmt::Debug for ErasedArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ErasedArgs")
+    }
+}
+
+impl ErasedArgs {
+    fn new<A: Send + Sync + 'static>(args: A) -> Self {
+        Self(Box::new(args))
+    }
+
+    fn downcast<A: 'static>(self) -> Result<A, ToolError> {
+        self.0.downcast::<A>().map(|b| *b).map_err(|_| mismatch())
+    }
+
+    fn downcast_ref<A: 'static>(&self) -> Result<&A, ToolError> {
+        self.0.downcast_ref::<A>().ok_or_else(mismatch)
+    }
+}
+
+fn mismatch() -> ToolError {
+    ToolError::failed("internal error: arguments of another tool were passed; please report this")
+}
+
+/// A tool with its type erased: what the registry stores and the pipeline calls.
+///
+/// Implemented for every [`Tool`]; plugin tools without a Rust type (config-declared commands)
+/// implement it directly.
+pub trait DynTool: Send + Sync {
+    /// The wire name.
+    fn name(&self) -> &str;
+    /// The human title.
+    fn title(&self) -> &str;
+    /// Work done once before listing.
+    fn init<'a>(&'a self, env: &'a ToolEnv) -> BoxFuture<'a, ()>;
+    /// The description.
+    fn description(&self, env: &ToolEnv) -> Cow<'static, str>;
+    /// Extra instructions for the server's `instructions`.
+    fn instructions(&self, env: &ToolEnv) -> Option<Cow<'static, str>>;
+    /// Whether the tool is offered.
+    fn enabled(&self, env: &ToolEnv) -> bool;
+    /// The input schema.
+    fn input_schema(&self) -> JsonObject;
+    /// The output schema, if any.
+    fn output_schema(&self) -> Option<JsonObject>;
+    /// Flags for an input, or the conservative ones for `None`.
+    fn flags(&self, args: Option<&ErasedArgs>) -> ToolFlags;
+    /// Output limits.
+    fn output_limits(&self, env: &ToolEnv) -> OutputLimits;
+    /// Parses JSON arguments; the error names the field.
+    fn parse(&self, args: Value) -> Result<ErasedArgs, ToolError>;
+    /// Semantic validation.
+    fn validate<'a>(
+        &'a self,
+        args: ErasedArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ErasedArgs, ToolError>>;
+    /// The permission decision.
+    fn permission<'a>(
+        &'a self,
+        args: &'a ErasedArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Permission, ToolError>>;
+    /// Runs the call.
+    fn execute<'a>(
+        &'a self,
+        args: ErasedArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+}
+
+impl<T: Tool> DynTool for T {
+    fn name(&self) -> &str {
+        T::NAME
+    }
+
+    fn title(&self) -> &str {
+        T::TITLE
+    }
+
+    fn init<'a>(&'a self, env: &'a ToolEnv) -> BoxFuture<'a, ()> {
+        Box::pin(Tool::init(self, env))
+    }
+
+    fn description(&self, env: &ToolEnv) -> Cow<'static, str> {
+        Tool::description(self, env)
+    }
+
+    fn instructions(&self, env: &ToolEnv) -> Option<Cow<'static, str>> {
+        Tool::instructions(self, env)
+    }
+
+    fn enabled(&self, env: &ToolEnv) -> bool {
+        Tool::enabled(self, env)
+    }
+
+    fn input_schema(&self) -> JsonObject {
+        input_schema::<T::Args>()
+    }
+
+    fn output_schema(&self) -> Option<JsonObject> {
+        Tool::output_schema(self)
+    }
+
+    fn flags(&self, args: Option<&ErasedArgs>) -> ToolFlags {
+        let args = args.and_then(|a| a.downcast_ref::<T::Args>().ok());
+        Tool::flags(self, args)
+    }
+
+    fn output_limits(&self, env: &ToolEnv) -> OutputLimits {
+        Tool::output_limits(self, env)
+    }
+
+    fn parse(&self, args: Value) -> Result<ErasedArgs, ToolError> {
+        crate::pipeline::parse_args::<T::Args>(T::NAME, args)
+            .map(ErasedArgs::new)
+            .map_err(|message| ToolError::InvalidArguments {
+                tool: T::NAME.to_owned(),
+                message: self.format_schema_error(message),
+            })
+    }
+
+    fn validate<'a>(
+        &'a self,
+        args: ErasedArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ErasedArgs, ToolError>> {
+        Box::pin(async move {
+            let args = args.downcast::<T::Args>()?;
+            Tool::validate(self, args, ctx).await.map(ErasedArgs::new)
+        })
+    }
+
+    fn permission<'a>(
+        &'a self,
+        args: &'a ErasedArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Permission, ToolError>> {
+        Box::pin(async move {
+            let args = args.downcast_ref::<T::Args>()?;
+            Tool::permission(self, args, ctx).await
+        })
+    }
+
+    fn execute<'a>(
+        &'a self,
+        args: ErasedArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let args = args.downcast::<T::Args>()?;
+            Tool::execute(self, args, ctx).await
+        })
+    }
+}
+
+/// Where a tool came from; on a name clash the later source wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ToolSource {
+    /// Shipped with gimlet.
+    Builtin,
+    /// Declared in the config file.
+    Plugin,
+    /// Registered by the program embedding gimlet-tools.
+    Caller,
+}
+
+/// What `tools/list` shows of one tool, produced once at init.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// The wire name.
+    pub name: String,
+    /// The human title.
+    pub title: String,
+    /// The description.
+    pub description: String,
+    /// The input schema.
+    pub input_schema: JsonObject,
+    /// The output schema, if any.
+    pub output_schema: Option<JsonObject>,
+    /// Flags that hold for every input (for the annotations).
+    pub flags: ToolFlags,
+    /// Extra instructions for the server's `instructions`.
+    pub instructions: Option<String>,
+}
+
+struct Entry {
+    tool: Arc<dyn DynTool>,
+    source: ToolSource,
+}
+
+/// The tools a server offers, in a fixed order (registration order; a replacement keeps the
+/// place of the tool it replaces).
+#[derive(Default)]
+pub struct ToolRegistry {
+    entries: Vec<Entry>,
+    disabled: BTreeSet<String>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.entries.iter().map(|e| (e.tool.name(), e.source)))
+            .finish()
+    }
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A registry with every built-in tool.
+    pub fn builtin() -> Self {
+        let mut registry = Self::new();
+        crate::tools::register_builtins(&mut registry);
+        registry
+    }
+
+    /// Adds a typed tool from a source.
+    pub fn register<T: Tool>(&mut self, tool: T, source: ToolSource) -> &mut Self {
+        self.register_dyn(Arc::new(tool), source)
+    }
+
+    /// Adds a type-erased tool from a source. On a name clash the higher source wins
+    /// (built-in < plugin < caller); an equal source replaces.
+    pub fn register_dyn(&mut self, tool: Arc<dyn DynTool>, source: ToolSource) -> &mut Self {
+        match self
+            .entries
+            .iter_mut()
+            .find(|e| e.tool.name() == tool.name())
+        {
+            Some(existing) if existing.source > source => {
+                tracing::debug!(tool = tool.name(), "kept the higher-priority tool");
+            }
+            Some(existing) => *existing = Entry { tool, source },
+            None => self.entries.push(Entry { tool, source }),
+        }
+        self
+    }
+
+    /// Hides a tool by name.
+    pub fn disable(&mut self, name: &str) -> &mut Self {
+        self.disabled.insert(name.to_owned());
+        self
+    }
+
+    /// The tool of a name, unless disabled.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn DynTool>> {
+        if self.disabled.contains(name) {
+            return None;
+        }
+        self.entries
+            .iter()
+            .find(|e| e.tool.name() == name)
+            .map(|e| Arc::clone(&e.tool))
+    }
+
+    /// The source of a tool.
+    pub fn source(&self, name: &str) -> Option<ToolSource> {
+        self.entries
+            .iter()
+            .find(|e| e.tool.name() == name)
+            .map(|e| e.source)
+    }
+
+    /// Names of the tools, enabled or not, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries
+            .iter()
+            .map(|e| e.tool.name())
+            .filter(|n| !self.disabled.contains(*n))
+    }
+
+    /// Runs every tool's `init`, then returns the specs of the enabled ones, in order.
+    pub async fn init(&self, env: &ToolEnv) -> Vec<ToolSpec> {
+        let mut specs = Vec::new();
+        for entry in &self.entries {
+            let tool = &entry.tool;
+            if self.disabled.contains(tool.name()) {
+                continue;
+            }
+            tool.init(env).await;
+            let read_only_mode = env.policy().mode() == crate::Mode::ReadOnly;
+            if !tool.enabled(env) || (read_only_mode && !tool.flags(None).read_only) {
+                continue;
+            }
+            specs.push(ToolSpec {
+                name: tool.name().to_owned(),
+                title: tool.title().to_owned(),
+                description: tool.description(env).into_owned(),
+                input_schema: tool.input_schema(),
+                output_schema: tool.output_schema(),
+                flags: tool.flags(None),
+                instructions: tool.instructions(env).map(Cow::into_owned),
+            });
+        }
+        specs
+    }
+}

@@ -1,0 +1,210 @@
+//! JSON schemas for tool arguments, in the shape MCP clients handle best.
+//!
+//! schemars emits `$defs` + `$ref` for nested types and `["string", "null"]` for `Option`;
+//! several clients mishandle both. [`input_schema`] inlines every subschema, drops `null` from
+//! optional fields (they are simply not `required`), and removes the root title and `$schema`.
+
+use schemars::generate::SchemaSettings;
+use schemars::transform::{RecursiveTransform, Transform};
+use schemars::{JsonSchema, Schema};
+use serde_json::Value;
+
+use crate::tool::JsonObject;
+
+/// The input schema of `T`: root `type: object`, no `$ref`, optional fields without `null`.
+///
+/// # Panics
+/// If `T`'s schema is not an object schema: argument types are structs, so this is a bug in
+/// the tool, caught by the `tools/list` snapshot test.
+pub fn input_schema<T: JsonSchema>() -> JsonObject {
+    let mut obj = object_schema::<T>();
+    if !obj.contains_key("properties") {
+        obj.insert("properties".into(), Value::Object(JsonObject::new()));
+    }
+    assert_eq!(
+        obj.get("type").and_then(Value::as_str),
+        Some("object"),
+        "tool arguments must be a struct (JSON object)"
+    );
+    obj
+}
+
+/// The output schema of `T`, with the same clean-ups as [`input_schema`].
+pub fn output_schema<T: JsonSchema>() -> JsonObject {
+    object_schema::<T>()
+}
+
+fn object_schema<T: JsonSchema>() -> JsonObject {
+    let mut settings = SchemaSettings::draft2020_12();
+    settings.inline_subschemas = true;
+    settings
+        .transforms
+        .push(Box::new(RecursiveTransform(drop_null)));
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let Value::Object(mut obj) = schema.to_value() else {
+        return JsonObject::new();
+    };
+    for key in ["$schema", "title", "$defs"] {
+        obj.remove(key);
+    }
+    obj
+}
+
+/// `type: ["T", "null"]` -> `type: "T"`; `anyOf: [X, {type: null}]` -> X; a `oneOf` of
+/// documented constants -> a plain `enum`, the constants' docs folded into the description.
+fn drop_null(schema: &mut Schema) {
+    if let Some(Value::Array(types)) = schema.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let only = types[0].clone();
+            schema.insert("type".into(), only);
+        }
+    }
+    if let Some(Value::Array(enum_values)) = schema.get_mut("enum") {
+        enum_values.retain(|v| !v.is_null());
+    }
+    for key in ["anyOf", "oneOf"] {
+        let Some(Value::Array(options)) = schema.get_mut(key) else {
+            continue;
+        };
+        options.retain(|o| o.get("type").and_then(Value::as_str) != Some("null"));
+        if options.len() == 1 {
+            let Value::Object(only) = options.remove(0) else {
+                continue;
+            };
+            schema.remove(key);
+            for (k, v) in only {
+                // The field's own description wins over its type's.
+                if !schema.as_object().is_some_and(|o| o.contains_key(&k)) {
+                    schema.insert(k, v);
+                }
+            }
+            // The merged-in schema may itself carry a nullable type or constants.
+            let mut again = RecursiveTransform(drop_null);
+            again.transform(schema);
+        }
+    }
+    constants_to_enum(schema);
+}
+
+fn constants_to_enum(schema: &mut Schema) {
+    let Some(Value::Array(options)) = schema.get("oneOf") else {
+        return;
+    };
+    let Some(constants) = options
+        .iter()
+        .map(|o| {
+            Some((
+                o.get("const")?.as_str()?.to_owned(),
+                o.get("description").and_then(Value::as_str),
+            ))
+        })
+        .collect::<Option<Vec<_>>>()
+    else {
+        return;
+    };
+    let documented: Vec<String> = constants
+        .iter()
+        .filter_map(|(value, doc)| doc.map(|doc| format!("`{value}`: {doc}")))
+        .collect();
+    let values: Vec<Value> = constants
+        .iter()
+        .map(|(v, _)| Value::String(v.clone()))
+        .collect();
+    schema.remove("oneOf");
+    schema.insert("type".into(), Value::String("string".into()));
+    schema.insert("enum".into(), Value::Array(values));
+    if !documented.is_empty() {
+        let base = schema
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim_end()
+            .to_owned();
+        let joined = documented.join("; ");
+        let description = if base.is_empty() {
+            joined
+        } else {
+            format!("{base} ({joined})")
+        };
+        schema.insert("description".into(), Value::String(description));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A choice.
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(rename_all = "snake_case")]
+    enum Mode {
+        /// First.
+        One,
+        /// Second.
+        Two,
+    }
+
+    /// An inner object.
+    #[derive(Deserialize, JsonSchema)]
+    #[expect(dead_code, reason = "only the schema is under test")]
+    struct Inner {
+        /// The text.
+        text: String,
+    }
+
+    /// Arguments.
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    #[expect(dead_code, reason = "only the schema is under test")]
+    struct Args {
+        /// A required path.
+        path: String,
+        /// An optional count.
+        count: Option<u32>,
+        /// An optional mode.
+        mode: Option<Mode>,
+        /// Nested items.
+        items: Vec<Inner>,
+    }
+
+    #[test]
+    fn schema_is_an_inlined_object_without_nulls() {
+        let schema = Value::Object(input_schema::<Args>());
+        let text = schema.to_string();
+        assert!(!text.contains("$ref"), "{text}");
+        assert!(!text.contains("null"), "{text}");
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["required"], json!(["path", "items"]));
+        assert_eq!(schema["additionalProperties"], json!(false));
+        assert_eq!(
+            schema["properties"]["path"]["description"],
+            "A required path."
+        );
+        assert_eq!(schema["properties"]["count"]["type"], "integer");
+        assert_eq!(schema["properties"]["mode"]["enum"], json!(["one", "two"]));
+        assert_eq!(schema["properties"]["mode"]["type"], "string");
+        assert_eq!(
+            schema["properties"]["mode"]["description"],
+            "An optional mode. (`one`: First.; `two`: Second.)"
+        );
+        assert_eq!(
+            schema["properties"]["items"]["items"]["properties"]["text"]["type"],
+            "string"
+        );
+        assert!(schema.get("title").is_none() && schema.get("$schema").is_none());
+    }
+
+    #[test]
+    fn empty_struct_gets_empty_properties() {
+        /// Nothing.
+        #[derive(Deserialize, JsonSchema)]
+        struct Empty {}
+        let schema = input_schema::<Empty>();
+        assert_eq!(schema.get("properties"), Some(&json!({})));
+    }
+}

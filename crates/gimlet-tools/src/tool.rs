@@ -1,0 +1,326 @@
+//! The [`Tool`] trait and the values a tool declares and returns.
+//!
+//! A tool is one type implementing [`Tool`]: typed arguments with a JSON schema, a description,
+//! flags, and `validate` / `permission` / `execute`. The registry erases the type once
+//! (`registry.rs`); [`crate::pipeline::run`] is the only caller of these methods.
+
+use std::borrow::Cow;
+use std::future::Future;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::context::{ToolContext, ToolEnv};
+use crate::error::ToolError;
+use crate::permission::{Access, Permission};
+
+/// A JSON object, as used for schemas and structured output.
+pub type JsonObject = Map<String, Value>;
+
+/// What a running call does when it is cancelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InterruptBehavior {
+    /// Stop at once: kill processes, stop walks, return [`ToolError::Cancelled`].
+    Cancel,
+    /// Finish the work (it must not be left half done); the result is dropped.
+    #[default]
+    Block,
+}
+
+/// Properties of a call, as a function of its input (see [`Tool::flags`]).
+///
+/// The defaults are the conservative ones: not concurrency-safe, not read-only, not
+/// destructive, not idempotent, closed-world, interrupt behaviour [`InterruptBehavior::Block`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent flags, as MCP's annotations"
+)]
+pub struct ToolFlags {
+    /// May run side by side with other calls of the same session.
+    pub concurrency_safe: bool,
+    /// Changes nothing outside the server.
+    pub read_only: bool,
+    /// May destroy or overwrite data.
+    pub destructive: bool,
+    /// Calling twice with the same input has the effect of calling once.
+    pub idempotent: bool,
+    /// Reaches outside the machine (web, APIs).
+    pub open_world: bool,
+    /// What a cancellation does to a running call.
+    pub interrupt: InterruptBehavior,
+}
+
+impl ToolFlags {
+    /// Reads only, can run in parallel, and stops at once when cancelled.
+    pub const READ_ONLY: Self = Self {
+        concurrency_safe: true,
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+        interrupt: InterruptBehavior::Cancel,
+    };
+
+    /// Changes files; runs alone and finishes what it started.
+    pub const MUTATING: Self = Self {
+        concurrency_safe: false,
+        read_only: false,
+        destructive: true,
+        idempotent: false,
+        open_world: false,
+        interrupt: InterruptBehavior::Block,
+    };
+}
+
+/// Where truncation keeps text when an output is over its limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TruncationMode {
+    /// Keep the beginning (file content, search results).
+    #[default]
+    Head,
+    /// Keep the end (logs).
+    Tail,
+    /// Keep the beginning and the end, cut the middle (command output).
+    HeadTail,
+}
+
+/// How much text a result may carry before the pipeline truncates it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputLimits {
+    /// At most this many lines.
+    pub max_lines: usize,
+    /// At most this many bytes (UTF-8).
+    pub max_bytes: usize,
+    /// Which part to keep.
+    pub mode: TruncationMode,
+}
+
+impl OutputLimits {
+    /// 2000 lines and 50 KiB, keeping the head.
+    pub const DEFAULT: Self = Self {
+        max_lines: 2000,
+        max_bytes: 50 * 1024,
+        mode: TruncationMode::Head,
+    };
+}
+
+impl Default for OutputLimits {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// One block of a tool's output.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Content {
+    /// Text for the model.
+    Text(String),
+    /// An image: raw bytes and a MIME type such as `image/png`.
+    Image {
+        /// The encoded image.
+        data: Vec<u8>,
+        /// Its MIME type.
+        mime_type: String,
+    },
+    /// A link to a resource the client can read back (e.g. a spilled full output).
+    ResourceLink {
+        /// The resource's URI, e.g. `gimlet://output/<id>`.
+        uri: String,
+        /// A short name.
+        name: String,
+        /// Size in bytes, if known.
+        size: Option<u64>,
+    },
+}
+
+/// The result of a successful call.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolOutput {
+    /// A short human title for the result (e.g. `src/main.rs`).
+    pub title: Option<String>,
+    /// The blocks shown to the model.
+    pub content: Vec<Content>,
+    /// Structured data matching the tool's output schema, if it has one.
+    pub structured: Option<Value>,
+    /// Free-form metadata for clients and hooks (not shown to the model).
+    pub metadata: JsonObject,
+    /// The output reports a failure the model should notice (e.g. a command that exited
+    /// non-zero) although the call itself worked.
+    pub is_error: bool,
+    /// The line number, in the underlying file, of the first line of text output. When the
+    /// pipeline cuts a head, it uses it to say which `offset` continues.
+    pub first_line: Option<usize>,
+    /// Set by the truncation stage when it cut anything.
+    pub truncated: Option<crate::pipeline::Truncation>,
+}
+
+impl ToolOutput {
+    /// An output with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            content: vec![Content::Text(text.into())],
+            ..Self::default()
+        }
+    }
+
+    /// Sets the title.
+    #[must_use]
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the structured content.
+    #[must_use]
+    pub fn with_structured(mut self, value: Value) -> Self {
+        self.structured = Some(value);
+        self
+    }
+
+    /// Adds one metadata entry.
+    #[must_use]
+    pub fn with_metadata(mut self, key: &str, value: Value) -> Self {
+        self.metadata.insert(key.to_owned(), value);
+        self
+    }
+
+    /// All text blocks joined by newlines.
+    pub fn joined_text(&self) -> String {
+        let texts: Vec<&str> = self
+            .content
+            .iter()
+            .filter_map(|c| match c {
+                Content::Text(t) => Some(t.as_str()),
+                Content::Image { .. } | Content::ResourceLink { .. } => None,
+            })
+            .collect();
+        texts.join("\n")
+    }
+}
+
+/// A tool: typed arguments, a description, flags, and the three steps the pipeline runs.
+///
+/// Implementations write `async fn` for the async methods; the trait spells them as
+/// `impl Future + Send` so that the futures stay `Send` (as codex's `ToolHandler` does).
+///
+/// ```
+/// use std::borrow::Cow;
+/// use gimlet_tools::{Tool, ToolContext, ToolEnv, ToolError, ToolFlags, ToolOutput};
+///
+/// /// Arguments of `echo`.
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct EchoArgs {
+///     /// The text to send back.
+///     text: String,
+/// }
+///
+/// struct Echo;
+/// impl Tool for Echo {
+///     type Args = EchoArgs;
+///     const NAME: &'static str = "echo";
+///     const TITLE: &'static str = "Echo";
+///     fn description(&self, _env: &ToolEnv) -> Cow<'static, str> {
+///         "Sends the text back.".into()
+///     }
+///     fn flags(&self, _args: Option<&EchoArgs>) -> ToolFlags {
+///         ToolFlags::READ_ONLY
+///     }
+///     async fn execute(&self, args: EchoArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+///         Ok(ToolOutput::text(args.text))
+///     }
+/// }
+/// ```
+pub trait Tool: Send + Sync + 'static {
+    /// The arguments; their schemars schema is the tool's `inputSchema`.
+    type Args: DeserializeOwned + JsonSchema + Send + Sync + 'static;
+
+    /// The wire name, e.g. `read`.
+    const NAME: &'static str;
+    /// A short human title, e.g. `Read file`.
+    const TITLE: &'static str;
+
+    /// Work done once before the tool is listed (e.g. detecting the environment).
+    fn init(&self, _env: &ToolEnv) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+
+    /// The description the model reads. May depend on the environment.
+    fn description(&self, env: &ToolEnv) -> Cow<'static, str>;
+
+    /// Extra guidance gathered into the server's `instructions`.
+    fn instructions(&self, _env: &ToolEnv) -> Option<Cow<'static, str>> {
+        None
+    }
+
+    /// Whether the tool is offered in this environment.
+    fn enabled(&self, _env: &ToolEnv) -> bool {
+        true
+    }
+
+    /// The JSON schema of [`ToolOutput::structured`], if the tool returns structured data.
+    fn output_schema(&self) -> Option<JsonObject> {
+        None
+    }
+
+    /// Flags for a given input; `None` asks for the values that hold for every input
+    /// (used for the advertised annotations, so be conservative there).
+    fn flags(&self, _args: Option<&Self::Args>) -> ToolFlags {
+        ToolFlags::default()
+    }
+
+    /// How much output a result may carry before it is truncated. The default is the
+    /// environment's limits (2000 lines, 50 KiB unless configured); a tool may change the mode
+    /// or the size (its "max result size").
+    fn output_limits(&self, env: &ToolEnv) -> OutputLimits {
+        env.limits()
+    }
+
+    /// Rewords a schema error; the default message already names the field.
+    fn format_schema_error(&self, message: String) -> String {
+        message
+    }
+
+    /// Semantic checks after the schema parsed. May return corrected arguments.
+    fn validate(
+        &self,
+        args: Self::Args,
+        _ctx: &ToolContext,
+    ) -> impl Future<Output = Result<Self::Args, ToolError>> + Send {
+        async { Ok(args) }
+    }
+
+    /// What the call will touch: paths, commands, hosts. The permission stage judges these
+    /// against the roots, the mode and the rules.
+    fn accesses(
+        &self,
+        _args: &Self::Args,
+        _ctx: &ToolContext,
+    ) -> impl Future<Output = Result<Vec<Access>, ToolError>> + Send {
+        async { Ok(Vec::new()) }
+    }
+
+    /// The permission decision. The default judges [`Tool::accesses`] with the context's
+    /// policy; a tool overrides this only for a rule of its own.
+    fn permission(
+        &self,
+        args: &Self::Args,
+        ctx: &ToolContext,
+    ) -> impl Future<Output = Result<Permission, ToolError>> + Send {
+        async move {
+            let accesses = self.accesses(args, ctx).await?;
+            let flags = self.flags(Some(args));
+            Ok(ctx.policy().judge(Self::NAME, flags, &accesses, ctx))
+        }
+    }
+
+    /// Runs the call.
+    fn execute(
+        &self,
+        args: Self::Args,
+        ctx: &ToolContext,
+    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send;
+}

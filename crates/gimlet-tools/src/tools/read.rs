@@ -1,0 +1,407 @@
+//! `read`: numbered lines of a text file, an image, or a clear refusal.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{self, Read};
+use std::time::SystemTime;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::context::{AccessKind, ToolContext, ToolEnv};
+use crate::error::ToolError;
+use crate::fs::{ContentHash, FileStamp, Hasher, OpenKind, ResolvedPath};
+use crate::permission::Access;
+use crate::tool::{Content, OutputLimits, Tool, ToolFlags, ToolOutput};
+
+const DESCRIPTION: &str = include_str!("read.md");
+
+/// Lines returned when no `limit` is given.
+pub(crate) const DEFAULT_LIMIT: usize = 2000;
+/// Characters after which a line is cut.
+pub(crate) const MAX_LINE_CHARS: usize = 2000;
+/// Largest image returned inline.
+pub(crate) const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
+/// Bytes inspected to tell text from binary.
+const SNIFF_BYTES: usize = 8192;
+
+/// Arguments of `read`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadArgs {
+    /// The file to read: absolute, or relative to the first root folder.
+    pub path: String,
+    /// The 1-based line number to start at (default 1).
+    pub offset: Option<usize>,
+    /// How many lines to return (default 2000).
+    pub limit: Option<usize>,
+}
+
+/// The `read` tool.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ReadTool;
+
+impl Tool for ReadTool {
+    type Args = ReadArgs;
+    const NAME: &'static str = "read";
+    const TITLE: &'static str = "Read file";
+
+    fn description(&self, _env: &ToolEnv) -> Cow<'static, str> {
+        DESCRIPTION.into()
+    }
+
+    fn flags(&self, _args: Option<&ReadArgs>) -> ToolFlags {
+        ToolFlags::READ_ONLY
+    }
+
+    fn output_limits(&self, env: &ToolEnv) -> OutputLimits {
+        // Room for the footer below a full page of lines.
+        let limits = env.limits();
+        OutputLimits {
+            max_lines: limits.max_lines + 4,
+            ..limits
+        }
+    }
+
+    async fn validate(
+        &self,
+        mut args: ReadArgs,
+        _ctx: &ToolContext,
+    ) -> Result<ReadArgs, ToolError> {
+        if args.limit == Some(0) {
+            return Err(ToolError::invalid(
+                "`limit` must be at least 1 (it is a number of lines)",
+            ));
+        }
+        // Line numbers start at 1; treat 0 as "from the start" rather than failing.
+        if args.offset == Some(0) {
+            args.offset = Some(1);
+        }
+        Ok(args)
+    }
+
+    async fn accesses(&self, args: &ReadArgs, ctx: &ToolContext) -> Result<Vec<Access>, ToolError> {
+        Ok(vec![ctx.path_access(&args.path, AccessKind::Read).await?])
+    }
+
+    async fn execute(&self, args: ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        ctx.blocking(move |ctx| read_blocking(&args, &ctx)).await
+    }
+}
+
+fn read_blocking(args: &ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    let resolved = ctx.resolve_allowed(&args.path)?;
+    let mut file = resolved.open(OpenKind::ReadFile)?;
+    let meta = file
+        .metadata()
+        .map_err(|e| ToolError::io(format!("reading {}", resolved.display()), e))?;
+    let mut head = vec![0; SNIFF_BYTES.min(usize::try_from(meta.len()).unwrap_or(SNIFF_BYTES))];
+    let head_len = read_up_to(&mut file, &mut head).map_err(|e| io_error(&resolved, e))?;
+    head.truncate(head_len);
+    if let Some(mime_type) = image_type(&head) {
+        return read_image(&resolved, file, head, meta.len(), mime_type, ctx);
+    }
+    if let Some(kind) = binary_kind(&head) {
+        return Err(ToolError::failed(format!(
+            "`{}` is a binary file ({kind}, {} bytes); `read` shows text files and PNG, JPEG, GIF \
+             and WebP images only",
+            resolved.display(),
+            meta.len()
+        )));
+    }
+    let page = Page::read(head, file, args).map_err(|e| io_error(&resolved, e))?;
+    ctx.session().files().record(
+        &resolved.path,
+        FileStamp {
+            hash: page.hash,
+            size: page.bytes,
+            modified: meta.modified().ok(),
+            seen_at: SystemTime::now(),
+        },
+    );
+    page.into_output(&resolved, args)
+}
+
+fn io_error(resolved: &ResolvedPath, err: io::Error) -> ToolError {
+    ToolError::io(format!("reading {}", resolved.display()), err)
+}
+
+/// Fills `buf` as far as the file allows; returns the bytes read.
+fn read_up_to(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+/// The lines of one page of a file, with what the whole file told us on the way.
+struct Page {
+    /// The shown lines, without their line endings, each with its number.
+    lines: Vec<(usize, String)>,
+    /// Lines in the whole file.
+    total_lines: usize,
+    /// Bytes in the whole file.
+    bytes: u64,
+    /// Hash of the whole file.
+    hash: ContentHash,
+    /// The byte offset of the first invalid UTF-8 sequence, if the shown part has one.
+    invalid_utf8_at: Option<usize>,
+}
+
+/// Bytes of one line kept for display: enough for [`MAX_LINE_CHARS`] characters of any width.
+const LINE_KEEP_BYTES: usize = MAX_LINE_CHARS * 4;
+
+/// The line being assembled while streaming.
+#[derive(Default)]
+struct LineBuf {
+    /// Its first bytes (up to [`LINE_KEEP_BYTES`]), if the line is on the page.
+    kept: Vec<u8>,
+    /// Its full length in bytes.
+    len: usize,
+    /// Its byte offset in the file.
+    start: u64,
+}
+
+impl LineBuf {
+    fn push(&mut self, bytes: &[u8], wanted: bool) {
+        if wanted && self.kept.len() < LINE_KEEP_BYTES {
+            let room = LINE_KEEP_BYTES - self.kept.len();
+            self.kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        }
+        self.len += bytes.len();
+    }
+}
+
+impl Page {
+    /// Streams the file once: hashes it, counts its lines, keeps the requested ones.
+    fn read(head: Vec<u8>, mut file: File, args: &ReadArgs) -> io::Result<Self> {
+        let first = args.offset.unwrap_or(1);
+        let last = first.saturating_add(args.limit.unwrap_or(DEFAULT_LIMIT)) - 1;
+        let wanted = move |number: usize| (first..=last).contains(&number);
+        let mut hasher = Hasher::default();
+        let mut page = Self {
+            lines: Vec::new(),
+            total_lines: 0,
+            bytes: 0,
+            hash: ContentHash::of(b""),
+            invalid_utf8_at: None,
+        };
+        let mut line = LineBuf::default();
+        let mut chunk = head;
+        let mut buf = vec![0; 64 * 1024];
+        loop {
+            hasher.update(&chunk);
+            let mut rest = chunk.as_slice();
+            while let Some(newline) = memchr_newline(rest) {
+                let (text, after) = rest.split_at(newline + 1);
+                line.push(text, wanted(page.total_lines + 1));
+                page.end_line(&mut line, wanted(page.total_lines + 1));
+                line.start = page.bytes + (chunk.len() - after.len()) as u64;
+                rest = after;
+            }
+            line.push(rest, wanted(page.total_lines + 1));
+            page.bytes += chunk.len() as u64;
+            let n = read_up_to(&mut file, &mut buf)?;
+            if n == 0 {
+                break;
+            }
+            chunk = buf[..n].to_vec();
+        }
+        if line.len > 0 {
+            // A last line without a newline.
+            page.end_line(&mut line, wanted(page.total_lines + 1));
+        }
+        page.hash = hasher.finish();
+        Ok(page)
+    }
+
+    fn end_line(&mut self, line: &mut LineBuf, wanted: bool) {
+        self.total_lines += 1;
+        if wanted {
+            let capped = line.len > line.kept.len();
+            let mut bytes = line.kept.as_slice();
+            while let [rest @ .., b'\n' | b'\r'] = bytes {
+                bytes = rest;
+            }
+            let text = match std::str::from_utf8(bytes) {
+                Ok(text) => Cow::Borrowed(text),
+                // The kept prefix ends inside a character: not an encoding error.
+                Err(err) if capped && err.error_len().is_none() => {
+                    String::from_utf8_lossy(&bytes[..err.valid_up_to()])
+                }
+                Err(err) => {
+                    let at = line.start + err.valid_up_to() as u64;
+                    self.invalid_utf8_at
+                        .get_or_insert(usize::try_from(at).unwrap_or(usize::MAX));
+                    String::from_utf8_lossy(bytes)
+                }
+            };
+            self.lines
+                .push((self.total_lines, cut_long_line(&text, line.len)));
+        }
+        *line = LineBuf::default();
+    }
+
+    fn into_output(
+        self,
+        resolved: &ResolvedPath,
+        args: &ReadArgs,
+    ) -> Result<ToolOutput, ToolError> {
+        let display = resolved.display();
+        let first = args.offset.unwrap_or(1);
+        if self.total_lines == 0 {
+            let text = format!("[{display}: empty file (0 bytes), hash {}]", self.hash);
+            return Ok(ToolOutput::text(text)
+                .with_title(display.clone())
+                .with_structured(
+                    json!({"path": display, "total_lines": 0, "hash": self.hash.to_string()}),
+                ));
+        }
+        if first > self.total_lines {
+            return Err(ToolError::invalid(format!(
+                "`offset` {first} is past the end of `{display}`, which has {} lines; use an offset \
+                 from 1 to {}",
+                self.total_lines, self.total_lines
+            )));
+        }
+        let end = self.lines.last().map_or(first, |(n, _)| *n);
+        let mut text = String::with_capacity(self.lines.iter().map(|(_, l)| l.len() + 8).sum());
+        for (number, line) in &self.lines {
+            let _ = writeln!(text, "{number:>6}\t{line}");
+        }
+        text.push('\n');
+        text.push_str(&format!(
+            "[{display}: lines {first}-{end} of {}, hash {}",
+            self.total_lines, self.hash
+        ));
+        if end < self.total_lines {
+            text.push_str(&format!("; use offset={} to read on", end + 1));
+        }
+        text.push(']');
+        if let Some(at) = self.invalid_utf8_at {
+            text.push_str(&format!(
+                "\n[note: the file is not valid UTF-8 (first bad byte at offset {at}); bad bytes are \
+                 shown as U+FFFD, and the edit tools will refuse this file]"
+            ));
+        }
+        let mut output = ToolOutput::text(text)
+            .with_title(display.clone())
+            .with_structured(json!({
+                "path": display,
+                "start_line": first,
+                "end_line": end,
+                "total_lines": self.total_lines,
+                "bytes": self.bytes,
+                "hash": self.hash.to_string(),
+            }));
+        output.first_line = Some(first);
+        Ok(output)
+    }
+}
+
+/// Cuts a line after [`MAX_LINE_CHARS`] characters, with a marker giving its full length.
+fn cut_long_line(line: &str, full_bytes: usize) -> String {
+    match line.char_indices().nth(MAX_LINE_CHARS) {
+        None if full_bytes <= line.len() + 2 => line.to_owned(),
+        None => format!("{line}... [line cut: {full_bytes} bytes in all]"),
+        Some((cut, _)) => format!("{}... [line cut: {full_bytes} bytes in all]", &line[..cut]),
+    }
+}
+
+fn memchr_newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'\n')
+}
+
+fn read_image(
+    resolved: &ResolvedPath,
+    mut file: File,
+    head: Vec<u8>,
+    size: u64,
+    mime_type: &'static str,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    if size > MAX_IMAGE_BYTES {
+        return Err(ToolError::failed(format!(
+            "`{}` is a {mime_type} image of {size} bytes; images are returned up to {MAX_IMAGE_BYTES} \
+             bytes. Resize it first (e.g. with a command) and read the smaller copy",
+            resolved.display()
+        )));
+    }
+    let mut data = head;
+    file.read_to_end(&mut data)
+        .map_err(|e| io_error(resolved, e))?;
+    let hash = ContentHash::of(&data);
+    ctx.session().files().record(
+        &resolved.path,
+        FileStamp {
+            hash,
+            size: data.len() as u64,
+            modified: file.metadata().ok().and_then(|m| m.modified().ok()),
+            seen_at: SystemTime::now(),
+        },
+    );
+    let display = resolved.display();
+    let caption = format!(
+        "[{display}: {mime_type} image, {} bytes, hash {hash}]",
+        data.len()
+    );
+    Ok(ToolOutput {
+        title: Some(display.clone()),
+        content: vec![
+            Content::Image {
+                data,
+                mime_type: mime_type.to_owned(),
+            },
+            Content::Text(caption),
+        ],
+        structured: Some(
+            json!({"path": display, "mime_type": mime_type, "bytes": size, "hash": hash.to_string()}),
+        ),
+        ..ToolOutput::default()
+    })
+}
+
+/// The MIME type of a PNG, JPEG, GIF or WebP file, by its magic bytes.
+fn image_type(head: &[u8]) -> Option<&'static str> {
+    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if head.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some("image/jpeg")
+    } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
+/// What a binary file looks like, or `None` for text. Text may contain any byte but NUL and
+/// may be invalid UTF-8 (it is shown with replacement characters).
+fn binary_kind(head: &[u8]) -> Option<&'static str> {
+    const KNOWN: &[(&[u8], &str)] = &[
+        (b"\x7fELF", "an ELF executable"),
+        (b"%PDF", "a PDF document"),
+        (b"PK\x03\x04", "a zip archive"),
+        (b"\x1f\x8b", "gzip-compressed data"),
+        (b"\x28\xb5\x2f\xfd", "zstd-compressed data"),
+        (b"SQLite format 3\0", "an SQLite database"),
+        (b"\0asm", "a WebAssembly module"),
+    ];
+    if let Some((_, kind)) = KNOWN.iter().find(|(magic, _)| head.starts_with(magic)) {
+        return Some(kind);
+    }
+    head.contains(&0).then_some("it contains NUL bytes")
+}
+
+#[cfg(test)]
+#[path = "read_tests.rs"]
+mod tests;

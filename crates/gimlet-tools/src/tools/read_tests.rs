@@ -1,0 +1,226 @@
+use std::time::{Duration, Instant};
+
+use insta::assert_snapshot;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::testutil::TestWorkspace;
+use crate::{Content, ToolError};
+
+#[tokio::test]
+async fn reads_numbered_lines_with_a_footer() {
+    let ws = TestWorkspace::new();
+    ws.write("src/lib.rs", "fn one() {}\n\nfn two() {}\n");
+    assert_snapshot!(ws.text("read", json!({"path": "src/lib.rs"})).await, @"
+         1	fn one() {}
+         2	
+         3	fn two() {}
+
+    [src/lib.rs: lines 1-3 of 3, hash 114fa6375e046658]
+    ");
+}
+
+#[tokio::test]
+async fn offset_and_limit_page_through_a_file_and_say_how_to_continue() {
+    let ws = TestWorkspace::new();
+    let body: String = (1..=10).map(|i| format!("line {i}\n")).collect();
+    ws.write("ten.txt", &body);
+    let text = ws
+        .text("read", json!({"path": "ten.txt", "offset": 4, "limit": 3}))
+        .await;
+    assert_snapshot!(text, @"
+         4	line 4
+         5	line 5
+         6	line 6
+
+    [ten.txt: lines 4-6 of 10, hash e71d970d34a50031; use offset=7 to read on]
+    ");
+    let err = ws
+        .error("read", json!({"path": "ten.txt", "offset": 11}))
+        .await;
+    assert_eq!(
+        err,
+        "`offset` 11 is past the end of `ten.txt`, which has 10 lines; use an offset from 1 to 10"
+    );
+    let err = ws
+        .error("read", json!({"path": "ten.txt", "limit": 0}))
+        .await;
+    assert!(err.contains("`limit` must be at least 1"), "{err}");
+    // Offset 0 is read as "from the start".
+    assert!(
+        ws.text("read", json!({"path": "ten.txt", "offset": 0}))
+            .await
+            .starts_with("     1\tline 1")
+    );
+}
+
+#[tokio::test]
+async fn default_page_is_2000_lines() {
+    let ws = TestWorkspace::new();
+    let body: String = (1..=2500).map(|i| format!("{i}\n")).collect();
+    ws.write("long.txt", &body);
+    let text = ws.text("read", json!({"path": "long.txt"})).await;
+    assert!(text.contains("  2000\t2000\n"), "line 2000 is shown");
+    assert!(!text.contains("  2001\t2001"), "line 2001 is not");
+    assert!(
+        text.ends_with(
+            "[long.txt: lines 1-2000 of 2500, hash 8e1d4d46225eda9b; use offset=2001 to read on]"
+        ),
+        "{}",
+        &text[text.len() - 120..]
+    );
+}
+
+#[tokio::test]
+async fn byte_limit_truncates_and_gives_the_continuing_offset() {
+    let ws = TestWorkspace::new();
+    let body: String = (1..=2000)
+        .map(|i| format!("{i:04} {}\n", "x".repeat(95)))
+        .collect();
+    ws.write("wide.txt", &body);
+    let out = ws
+        .call("read", json!({"path": "wide.txt", "offset": 10}))
+        .await
+        .unwrap();
+    let text = out.joined_text();
+    let truncation = out.truncated.expect("over 50 KiB");
+    let next = 10 + truncation.cut.head_lines;
+    assert!(
+        text.ends_with(&format!("Use offset={next} to continue.]")),
+        "{}",
+        &text[text.len() - 200..]
+    );
+    assert!(text.len() <= 50 * 1024);
+}
+
+#[tokio::test]
+async fn long_lines_are_cut_with_a_marker_and_crlf_is_not_shown() {
+    let ws = TestWorkspace::new();
+    ws.write("wide.txt", format!("{}\r\nshort\r\n", "é".repeat(3000)));
+    let text = ws.text("read", json!({"path": "wide.txt"})).await;
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.ends_with("... [line cut: 6002 bytes in all]"),
+        "{}",
+        &first[first.len() - 60..]
+    );
+    assert_eq!(first.chars().filter(|&c| c == 'é').count(), 2000);
+    assert!(text.contains("     2\tshort\n"));
+    assert!(!text.contains('\r'));
+}
+
+#[tokio::test]
+async fn empty_and_unterminated_files() {
+    let ws = TestWorkspace::new();
+    ws.write("empty.txt", "");
+    ws.write("no_newline.txt", "a\nb");
+    assert_snapshot!(ws.text("read", json!({"path": "empty.txt"})).await, @"[empty.txt: empty file (0 bytes), hash e3b0c44298fc1c14]");
+    let text = ws.text("read", json!({"path": "no_newline.txt"})).await;
+    assert!(
+        text.starts_with("     1\ta\n     2\tb\n\n[no_newline.txt: lines 1-2 of 2"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn directories_binaries_and_fifos_get_clear_errors() {
+    let ws = TestWorkspace::new();
+    ws.mkdir("dir");
+    ws.write("prog", b"\x7fELF\x02\x01\x01\0\0\0");
+    ws.write("data.bin", b"abc\0def");
+    let fifo = ws.root().join("pipe");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from(0o600),
+        0,
+    )
+    .unwrap();
+    assert_eq!(
+        ws.error("read", json!({"path": "dir"})).await,
+        "`dir` is a directory; use `ls` to list it"
+    );
+    let err = ws.error("read", json!({"path": "prog"})).await;
+    assert!(
+        err.contains("is a binary file (an ELF executable, 10 bytes)"),
+        "{err}"
+    );
+    let err = ws.error("read", json!({"path": "data.bin"})).await;
+    assert!(err.contains("binary file (it contains NUL bytes"), "{err}");
+    let started = Instant::now();
+    let err = ws.error("read", json!({"path": "pipe"})).await;
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        err,
+        "`pipe` is a FIFO, not a regular file; gimlet only reads and writes regular files"
+    );
+    let err = ws.error("read", json!({"path": "missing.txt"})).await;
+    assert!(err.contains("`missing.txt` does not exist"), "{err}");
+}
+
+#[tokio::test]
+async fn images_come_back_as_image_content() {
+    let ws = TestWorkspace::new();
+    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
+    ws.write("pixel.png", png);
+    let out = ws.call("read", json!({"path": "pixel.png"})).await.unwrap();
+    match &out.content[0] {
+        Content::Image { data, mime_type } => {
+            assert_eq!(mime_type, "image/png");
+            assert_eq!(data.as_slice(), png.as_slice());
+        }
+        other => panic!("expected an image, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn invalid_utf8_is_shown_with_a_note() {
+    let ws = TestWorkspace::new();
+    ws.write("latin1.txt", b"caf\xe9\n");
+    let text = ws.text("read", json!({"path": "latin1.txt"})).await;
+    assert!(text.starts_with("     1\tcaf\u{fffd}\n"), "{text}");
+    assert!(
+        text.contains("not valid UTF-8 (first bad byte at offset 3)"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn reading_records_the_file_state() {
+    let ws = TestWorkspace::new();
+    let path = ws.write("a.txt", "hello\n");
+    ws.text("read", json!({"path": "a.txt", "limit": 1})).await;
+    let stamp = ws.session.files().get(&path).expect("recorded");
+    assert_eq!(stamp.hash, crate::fs::ContentHash::of(b"hello\n"));
+    assert_eq!(stamp.size, 6);
+}
+
+#[tokio::test]
+async fn paths_outside_the_roots_are_refused_without_an_asker() {
+    let ws = TestWorkspace::new();
+    let secret = ws.outside().join("secret.txt");
+    std::fs::write(&secret, "secret").unwrap();
+    ws.symlink(&secret, "link.txt");
+    for path in [
+        secret.display().to_string(),
+        "link.txt".into(),
+        "../x".into(),
+    ] {
+        let err = ws.call("read", json!({"path": path})).await.unwrap_err();
+        assert!(
+            matches!(err, ToolError::PermissionDenied(_)),
+            "{path}: {err}"
+        );
+        assert!(
+            err.to_string().contains("outside the allowed folders"),
+            "{err}"
+        );
+    }
+    let err = ws
+        .error("read", json!({"path": "/proc/self/root/etc/passwd"}))
+        .await;
+    assert!(err.contains("magic link"), "{err}");
+    let err = ws.error("read", json!({"path": "a\u{0}b"})).await;
+    assert!(err.contains("NUL byte"), "{err}");
+}
