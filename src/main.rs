@@ -1,1 +1,73 @@
-fn main() {}
+//! The `gimlet` binary: parses flags, then serves MCP or runs one command.
+
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// gimlet: the coding-agent tool set as an MCP server.
+#[derive(Debug, Parser)]
+#[command(name = "gimlet", version, about, long_about = None)]
+struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    global: cli::GlobalArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve MCP over stdio (the default).
+    Serve,
+    /// List the tools.
+    Tools {
+        /// Print the `tools/list` result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one tool through the same pipeline as the server and print its result.
+    Call {
+        /// The tool's name, e.g. `read`.
+        tool: String,
+        /// The arguments as a JSON object, e.g. '{"path": "README.md"}'.
+        #[arg(default_value = "{}")]
+        args: String,
+        /// Print the whole result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    cli::init_logging(args.global.log_level.as_deref());
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            tracing::error!("cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match args.command.unwrap_or(Command::Serve) {
+            Command::Serve => cli::serve(&args.global).await,
+            Command::Tools { json } => cli::tools(&args.global, json).await,
+            Command::Call {
+                tool,
+                args: input,
+                json,
+            } => cli::call(&args.global, &tool, &input, json).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            cli::report_error(&err);
+            ExitCode::from(2)
+        }
+    }
+}

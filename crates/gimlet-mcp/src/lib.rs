@@ -1,1 +1,119 @@
-//! x
+//! gimlet-mcp: serves the gimlet-tools registry over the Model Context Protocol.
+//!
+//! Each tool becomes an MCP tool (`tools/list`), each `tools/call` runs
+//! [`gimlet_tools::pipeline::run`], and a tool's permission ask becomes an elicitation. The
+//! crate maps; it knows nothing of how a tool works.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use gimlet_mcp::{ServerConfig, serve};
+//! use gimlet_tools::{ToolEnv, ToolRegistry};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let env = ToolEnv::builder().root(".").build()?;
+//! serve(ServerConfig::new(env, ToolRegistry::builtin())).await?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod ask;
+mod mapping;
+mod progress;
+mod server;
+mod transport;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use gimlet_tools::spill::SPILL_MAX_AGE;
+use gimlet_tools::{ToolEnv, ToolRegistry};
+
+pub use ask::DEFAULT_ASK_TIMEOUT;
+pub use server::GimletServer;
+
+/// How often old spill files are swept while the server runs.
+const SWEEP_EVERY: Duration = Duration::from_secs(60 * 60);
+
+/// Everything `serve` needs.
+pub struct ServerConfig {
+    env: Arc<ToolEnv>,
+    registry: Arc<ToolRegistry>,
+    ask_timeout: Duration,
+}
+
+impl ServerConfig {
+    /// A server for these tools in this environment, on stdio.
+    pub fn new(env: ToolEnv, registry: ToolRegistry) -> Self {
+        Self {
+            env: Arc::new(env),
+            registry: Arc::new(registry),
+            ask_timeout: DEFAULT_ASK_TIMEOUT,
+        }
+    }
+
+    /// How long a permission question waits for the user (default 5 minutes).
+    #[must_use]
+    pub fn ask_timeout(mut self, timeout: Duration) -> Self {
+        self.ask_timeout = timeout;
+        self
+    }
+}
+
+/// Why the server could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// The transport could not start (e.g. the client never initialized).
+    #[error("could not start the MCP session: {0}")]
+    Start(String),
+    /// The session ended with an error.
+    #[error("the MCP session failed: {0}")]
+    Stopped(String),
+}
+
+/// Serves until the client goes away or the process is asked to stop.
+pub async fn serve(config: ServerConfig) -> Result<(), ServeError> {
+    let spill = config.env.spill().clone();
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(SWEEP_EVERY);
+        loop {
+            every.tick().await;
+            let dir = spill.clone();
+            let removed = tokio::task::spawn_blocking(move || dir.sweep(SPILL_MAX_AGE)).await;
+            tracing::debug!(?removed, "swept old outputs");
+        }
+    });
+    let app = Arc::new(server::App::start(config.env, config.registry, config.ask_timeout).await);
+    transport::stdio::serve(app).await
+}
+
+/// The `tools/list` result for these tools, as JSON (what `gimlet tools --json` prints).
+pub async fn tools_json(env: &ToolEnv, registry: &ToolRegistry) -> serde_json::Value {
+    let specs = registry.init(env).await;
+    let tools: Vec<rmcp::model::Tool> = specs.iter().map(mapping::tool).collect();
+    serde_json::json!({ "tools": tools })
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub(crate) async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

@@ -63,27 +63,66 @@ pub trait Asker: Send + Sync {
 }
 
 /// Denies every request: what a caller gets when nobody can be asked.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct DenyAsker;
+#[derive(Debug, Clone, Copy)]
+pub struct DenyAsker {
+    /// Why nobody can be asked, e.g. "the client offers no elicitation".
+    pub why: &'static str,
+}
+
+impl Default for DenyAsker {
+    fn default() -> Self {
+        Self {
+            why: "no one is there to answer",
+        }
+    }
+}
+
+/// The refusal when an ask cannot be put to anyone: what needed approval, why nobody could be
+/// asked, and what setting would allow it.
+pub fn unavailable_message(request: &AskRequest, why: &str) -> String {
+    use crate::permission::AskReason;
+    let rule = format!(
+        "a rule in the config file: [[permissions.rules]] action = \"allow\", tool = \"{}\", \
+         pattern = \"{}\"",
+        request.tool,
+        request.session_pattern.as_deref().unwrap_or("*")
+    );
+    let fix = match request.reason {
+        AskReason::OutsideRoots => {
+            format!("start gimlet with --root for that folder, or add {rule}")
+        }
+        AskReason::ProtectedPath => String::from(
+            "nothing: protected paths always need a yes from the user; make this change yourself",
+        ),
+        AskReason::Mode => {
+            format!("run gimlet with --mode default (it runs with --mode strict), or add {rule}")
+        }
+        AskReason::Rule => String::from("change the `ask` rule that matched, in the config file"),
+        AskReason::Unsandboxed | AskReason::Network => {
+            format!("add {rule}, or run gimlet with --mode trusted")
+        }
+        AskReason::UnparsedCommand => String::from(
+            "write the command without $(...), backticks, eval or here-docs, or run gimlet with \
+             --mode trusted",
+        ),
+        AskReason::Hook => String::from("change the hook that asked"),
+    };
+    format!(
+        "`{}` needs approval to {} ({}), and nobody can be asked: {why}. To allow it: {fix}",
+        request.tool,
+        request.summary,
+        request.reason.describe()
+    )
+}
 
 impl Asker for DenyAsker {
     fn approve<'a>(
         &'a self,
         request: &'a AskRequest,
-        ctx: &'a ToolContext,
+        _ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Approval> {
-        let why = format!(
-            "this call needs approval because {}, and this client cannot ask the user \
-             (it offers no elicitation). To allow such calls without asking, add a rule to the \
-             config file, e.g. [[permissions.rules]] action = \"allow\", tool = \"{}\", \
-             pattern = \"{}\"; or run with --mode trusted (the server now runs with --mode {}); \
-             paths outside the roots need --root",
-            request.reason.describe(),
-            request.tool,
-            request.session_pattern.as_deref().unwrap_or("*"),
-            ctx.policy().mode(),
-        );
-        Box::pin(async move { Approval::Unavailable(why) })
+        let message = unavailable_message(request, self.why);
+        Box::pin(async move { Approval::Unavailable(message) })
     }
 
     fn question<'a>(
@@ -91,9 +130,8 @@ impl Asker for DenyAsker {
         _question: &'a Question,
         _ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Answer> {
-        Box::pin(async {
-            Answer::Unavailable(String::from("this client cannot ask the user questions"))
-        })
+        let message = format!("the user cannot be asked: {}", self.why);
+        Box::pin(async move { Answer::Unavailable(message) })
     }
 }
 

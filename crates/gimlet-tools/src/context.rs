@@ -602,7 +602,7 @@ impl ToolContextBuilder {
                 call_id,
                 cancel: self.cancel.unwrap_or_default(),
                 progress: self.progress.unwrap_or_else(|| Arc::new(NoProgress)),
-                asker: self.asker.unwrap_or_else(|| Arc::new(DenyAsker)),
+                asker: self.asker.unwrap_or_else(|| Arc::new(DenyAsker::default())),
                 roots,
                 approved: Mutex::new(Vec::new()),
             }),

@@ -191,7 +191,7 @@ impl AskReason {
 pub struct AskRequest {
     /// The tool being called.
     pub tool: String,
-    /// One line saying what exactly will happen.
+    /// What exactly will happen, as a verb phrase: `write src/main.rs`, `run cargo test`.
     pub summary: String,
     /// More detail: the full command, a diff preview.
     pub detail: Option<String>,
@@ -207,9 +207,12 @@ pub struct AskRequest {
 impl AskRequest {
     /// The message shown to the user.
     pub fn message(&self) -> String {
-        let mut text = format!("gimlet wants to {}.\nAsking because {}.", self.summary, {
+        let mut text = format!(
+            "The `{}` tool wants to {}.\nAsking because {}.",
+            self.tool,
+            self.summary,
             self.reason.describe()
-        });
+        );
         if let Some(detail) = &self.detail {
             text.push_str("\n\n");
             text.push_str(detail);
@@ -463,7 +466,7 @@ impl Policy {
         };
         Permission::Ask(AskRequest {
             tool: tool.to_owned(),
-            summary: format!("{tool}: {summary}"),
+            summary,
             detail: None,
             reason,
             session_pattern,

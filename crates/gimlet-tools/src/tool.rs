@@ -115,7 +115,6 @@ impl Default for OutputLimits {
 
 /// One block of a tool's output.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum Content {
     /// Text for the model.
     Text(String),

@@ -42,7 +42,6 @@ pub(crate) use validate::parse_args;
 
 /// A call that could not be routed to a tool: a protocol fault, not a tool error.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum CallError {
     /// No tool has this name.
     #[error("unknown tool `{name}`; available tools: {available}")]

@@ -75,7 +75,7 @@ pub(super) async fn confirm_for_hook(
 ) -> Result<(), ToolError> {
     let request = AskRequest {
         tool: tool.to_owned(),
-        summary: format!("{tool}: {input}"),
+        summary: format!("run with {input}"),
         detail: Some(reason),
         reason: AskReason::Hook,
         session_pattern: None,

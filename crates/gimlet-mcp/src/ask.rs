@@ -1,0 +1,307 @@
+//! `ctx.ask` over MCP: permission requests and `ask_user` questions as elicitations.
+//!
+//! Session clients (protocol 2025-11-25 and older) get an `elicitation/create` request during
+//! the call, bounded by a timeout and by the call's cancellation. A client that declared no
+//! elicitation capability cannot be asked: the answer is "unavailable", with a message saying
+//! which rule or flag would allow the call. Decline, cancel, timeout and a malformed answer all
+//! mean no.
+
+use std::time::Duration;
+
+use gimlet_tools::ask::{Answer, Asker, BoxFuture, Question};
+use gimlet_tools::{Approval, AskRequest, ToolContext};
+use rmcp::RoleServer;
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
+use rmcp::service::RequestContext;
+use serde_json::{Value, json};
+
+/// How long a question waits for the user by default.
+pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Answers asks by eliciting from the MCP client of one request.
+pub(crate) struct ElicitationAsker {
+    rc: RequestContext<RoleServer>,
+    timeout: Duration,
+}
+
+impl ElicitationAsker {
+    pub(crate) fn new(rc: RequestContext<RoleServer>, timeout: Duration) -> Self {
+        Self { rc, timeout }
+    }
+
+    fn can_elicit(&self) -> bool {
+        self.rc
+            .client_capabilities()
+            .is_some_and(|caps| caps.elicitation.is_some())
+    }
+
+    /// Sends one form elicitation; `None` on timeout, cancellation or transport failure.
+    async fn elicit(
+        &self,
+        message: String,
+        schema: Value,
+        timeout: Duration,
+    ) -> Option<ElicitResult> {
+        let Value::Object(schema) = schema else {
+            return None;
+        };
+        let schema = match ElicitationSchema::from_json_schema(schema) {
+            Ok(schema) => schema,
+            Err(err) => {
+                tracing::error!("invalid elicitation schema: {err}");
+                return None;
+            }
+        };
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message,
+            requested_schema: schema,
+        };
+        let request = self
+            .rc
+            .peer
+            .create_elicitation_with_timeout(params, Some(timeout));
+        tokio::select! {
+            biased;
+            () = self.rc.ct.cancelled() => None,
+            answer = request => match answer {
+                Ok(answer) => Some(answer),
+                Err(err) => {
+                    tracing::info!("elicitation ended without an answer: {err}");
+                    None
+                }
+            },
+        }
+    }
+}
+
+/// The form shown for a permission request.
+pub(crate) fn approval_schema(request: &AskRequest) -> Value {
+    let mut choices = vec![json!({"const": "allow_once", "title": "Allow once"})];
+    if let Some(pattern) = &request.session_pattern {
+        choices.push(json!({
+            "const": "allow_session",
+            "title": format!("Allow for this session: {} {pattern}", request.tool),
+        }));
+    }
+    choices.push(json!({"const": "deny", "title": "Deny"}));
+    json!({
+        "type": "object",
+        "properties": {
+            "decision": {"type": "string", "title": "Decision", "oneOf": choices},
+            "reason": {
+                "type": "string",
+                "title": "Reason",
+                "description": "Optional; on deny it is passed back to the model",
+            },
+        },
+        "required": ["decision"],
+    })
+}
+
+/// What an elicitation answer means for a permission request.
+pub(crate) fn approval_of(answer: Option<ElicitResult>, request: &AskRequest) -> Approval {
+    let Some(answer) = answer else {
+        return Approval::Deny {
+            reason: Some(String::from(
+                "no answer from the user (timed out or cancelled)",
+            )),
+        };
+    };
+    match answer.action {
+        ElicitationAction::Accept => {}
+        ElicitationAction::Decline => return Approval::Deny { reason: None },
+        // Cancel, and any action a newer protocol adds, is not a yes.
+        _ => {
+            return Approval::Deny {
+                reason: Some(String::from("the user dismissed the question")),
+            };
+        }
+    }
+    let content = answer.content.unwrap_or(Value::Null);
+    let reason = content
+        .get("reason")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    match content.get("decision").and_then(Value::as_str) {
+        Some("allow_once") => Approval::Once,
+        Some("allow_session") if request.session_pattern.is_some() => Approval::Session,
+        Some("deny") => Approval::Deny { reason },
+        _ => Approval::Deny {
+            reason: Some(String::from(
+                "the answer was not one of the offered choices",
+            )),
+        },
+    }
+}
+
+/// The form shown for an `ask_user` question.
+pub(crate) fn question_schema(question: &Question) -> Value {
+    let answer = if question.options.is_empty() {
+        json!({"type": "string", "title": "Answer"})
+    } else {
+        json!({"type": "string", "title": "Answer", "enum": question.options})
+    };
+    json!({"type": "object", "properties": {"answer": answer}, "required": ["answer"]})
+}
+
+/// What an elicitation answer means for a question.
+pub(crate) fn answer_of(answer: Option<ElicitResult>, question: &Question) -> Answer {
+    let Some(answer) = answer else {
+        return Answer::TimedOut;
+    };
+    match answer.action {
+        ElicitationAction::Accept => {}
+        ElicitationAction::Decline => return Answer::Declined,
+        _ => return Answer::Cancelled,
+    }
+    let text = answer
+        .content
+        .as_ref()
+        .and_then(|c| c.get("answer"))
+        .and_then(Value::as_str);
+    match text {
+        Some(text) if question.options.is_empty() || question.options.iter().any(|o| o == text) => {
+            Answer::Answered(text.to_owned())
+        }
+        _ => Answer::Declined,
+    }
+}
+
+impl Asker for ElicitationAsker {
+    fn approve<'a>(
+        &'a self,
+        request: &'a AskRequest,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Approval> {
+        Box::pin(async move {
+            if !self.can_elicit() {
+                let deny = gimlet_tools::DenyAsker {
+                    why: "the MCP client offers no elicitation",
+                };
+                return deny.approve(request, ctx).await;
+            }
+            let answer = self
+                .elicit(request.message(), approval_schema(request), self.timeout)
+                .await;
+            approval_of(answer, request)
+        })
+    }
+
+    fn question<'a>(
+        &'a self,
+        question: &'a Question,
+        _ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Answer> {
+        Box::pin(async move {
+            if !self.can_elicit() {
+                return Answer::Unavailable(String::from(
+                    "the MCP client offers no elicitation, so the user cannot be asked",
+                ));
+            }
+            let answer = self
+                .elicit(
+                    question.question.clone(),
+                    question_schema(question),
+                    question.timeout,
+                )
+                .await;
+            answer_of(answer, question)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use gimlet_tools::permission::AskReason;
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    fn request(session_pattern: Option<&str>) -> AskRequest {
+        AskRequest {
+            tool: "bash".into(),
+            summary: "bash: run cargo test".into(),
+            detail: None,
+            reason: AskReason::Unsandboxed,
+            session_pattern: session_pattern.map(ToOwned::to_owned),
+            accesses: Vec::new(),
+        }
+    }
+
+    fn accept(content: Value) -> Option<ElicitResult> {
+        Some(ElicitResult::new(ElicitationAction::Accept).with_content(content))
+    }
+
+    #[test]
+    fn the_approval_form_is_a_valid_elicitation_schema() {
+        for pattern in [Some("cargo test*"), None] {
+            let Value::Object(schema) = approval_schema(&request(pattern)) else {
+                panic!()
+            };
+            ElicitationSchema::from_json_schema(schema).unwrap();
+        }
+        let Value::Object(schema) = question_schema(&Question {
+            question: "q".into(),
+            options: vec!["a".into(), "b".into()],
+            default: None,
+            timeout: DEFAULT_ASK_TIMEOUT,
+        }) else {
+            panic!()
+        };
+        ElicitationSchema::from_json_schema(schema).unwrap();
+    }
+
+    #[test]
+    fn answers_map_to_approvals_and_anything_odd_is_a_no() {
+        let with_session = request(Some("cargo test*"));
+        assert_eq!(
+            approval_of(accept(json!({"decision": "allow_once"})), &with_session),
+            Approval::Once
+        );
+        assert_eq!(
+            approval_of(accept(json!({"decision": "allow_session"})), &with_session),
+            Approval::Session
+        );
+        assert_eq!(
+            approval_of(
+                accept(json!({"decision": "deny", "reason": "use nextest"})),
+                &with_session
+            ),
+            Approval::Deny {
+                reason: Some("use nextest".into())
+            }
+        );
+        // Session was not offered, so it cannot be chosen.
+        assert!(matches!(
+            approval_of(accept(json!({"decision": "allow_session"})), &request(None)),
+            Approval::Deny { .. }
+        ));
+        assert!(matches!(
+            approval_of(accept(json!({"decision": 1})), &with_session),
+            Approval::Deny { .. }
+        ));
+        assert!(matches!(
+            approval_of(accept(json!("yes")), &with_session),
+            Approval::Deny { .. }
+        ));
+        assert_eq!(
+            approval_of(
+                Some(ElicitResult::new(ElicitationAction::Decline)),
+                &with_session
+            ),
+            Approval::Deny { reason: None }
+        );
+        assert!(matches!(
+            approval_of(
+                Some(ElicitResult::new(ElicitationAction::Cancel)),
+                &with_session
+            ),
+            Approval::Deny { .. }
+        ));
+        assert!(matches!(
+            approval_of(None, &with_session),
+            Approval::Deny { .. }
+        ));
+    }
+}

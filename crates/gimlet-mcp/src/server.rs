@@ -1,0 +1,253 @@
+//! The MCP handler: `tools/list` from the registry, `tools/call` through the pipeline.
+//!
+//! [`App`] is shared by every session (registry, tool specs, instructions); [`GimletServer`]
+//! is one connection or HTTP session with its own [`Session`] state.
+
+#![expect(
+    deprecated,
+    reason = "logging is deprecated in 2026-07-28 (SEP-2577) but still served"
+)]
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use gimlet_tools::pipeline::{self, CallError};
+use gimlet_tools::{Session, ToolContext, ToolEnv, ToolError, ToolRegistry, ToolSpec};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, LoggingLevel, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig as InitializeResult,
+    SetLevelRequestParams, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+
+use crate::ask::ElicitationAsker;
+use crate::mapping;
+use crate::progress::ProgressBridge;
+
+/// What every session shares.
+pub(crate) struct App {
+    pub(crate) env: Arc<ToolEnv>,
+    pub(crate) registry: Arc<ToolRegistry>,
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) instructions: String,
+    pub(crate) ask_timeout: Duration,
+}
+
+impl App {
+    /// Runs every tool's `init` and prepares the tool list.
+    pub(crate) async fn start(
+        env: Arc<ToolEnv>,
+        registry: Arc<ToolRegistry>,
+        ask_timeout: Duration,
+    ) -> Self {
+        let specs = registry.init(&env).await;
+        let tools = specs.iter().map(mapping::tool).collect();
+        let instructions = instructions(&env, &specs);
+        Self {
+            env,
+            registry,
+            tools,
+            instructions,
+            ask_timeout,
+        }
+    }
+}
+
+/// The server's `instructions`: where the roots are, then each tool's own guidance.
+fn instructions(env: &ToolEnv, specs: &[ToolSpec]) -> String {
+    let mut text = format!(
+        "gimlet: file, search and shell tools confined to these folders: {}. Relative paths \
+         start at the first one. Read a file before editing it. Outputs over the limits are cut \
+         with a notice saying how to see the rest.",
+        env.roots().describe()
+    );
+    for spec in specs {
+        if let Some(extra) = &spec.instructions {
+            text.push_str("\n\n");
+            text.push_str(extra);
+        }
+    }
+    text
+}
+
+/// Outputs this session saved, readable back as `gimlet://output/<id>` resources.
+#[derive(Default)]
+struct SavedOutputs {
+    ids: Mutex<Vec<String>>,
+}
+
+/// One MCP session.
+#[derive(Clone)]
+pub struct GimletServer {
+    app: Arc<App>,
+    session: Arc<Session>,
+    log_level: Arc<Mutex<LoggingLevel>>,
+}
+
+impl GimletServer {
+    pub(crate) fn new(app: Arc<App>, session: Arc<Session>) -> Self {
+        Self {
+            app,
+            session,
+            log_level: Arc::new(Mutex::new(LoggingLevel::Warning)),
+        }
+    }
+
+    fn context(&self, rc: &RequestContext<RoleServer>) -> ToolContext {
+        let mut builder = ToolContext::builder(Arc::clone(&self.app.env))
+            .session(Arc::clone(&self.session))
+            .call_id(rc.id.to_string())
+            .cancellation(rc.ct.clone())
+            .asker(Arc::new(ElicitationAsker::new(
+                rc.clone(),
+                self.app.ask_timeout,
+            )));
+        if let Some(bridge) = ProgressBridge::start(rc.peer.clone(), rc.meta.get_progress_token()) {
+            builder = builder.progress(Arc::new(bridge));
+        }
+        builder.build()
+    }
+
+    fn saved_outputs(&self) -> Vec<String> {
+        let saved = self.session.state::<SavedOutputs>();
+        let ids = saved.ids.lock().unwrap_or_else(PoisonError::into_inner);
+        ids.clone()
+    }
+}
+
+impl ServerHandler for GimletServer {
+    fn get_info(&self) -> InitializeResult {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_logging()
+            .build();
+        InitializeResult::new(capabilities)
+            .with_server_info(
+                Implementation::new("gimlet", env!("CARGO_PKG_VERSION")).with_title("gimlet"),
+            )
+            .with_instructions(self.app.instructions.clone())
+    }
+
+    async fn list_tools(
+        &self,
+        _page: Option<PaginatedRequestParams>,
+        _rc: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.app.tools.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.app.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+        rc: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let ctx = self.context(&rc);
+        let input = params.arguments.map_or(Value::Null, Value::Object);
+        let report = match pipeline::run(&self.app.registry, &params.name, input, &ctx).await {
+            Ok(report) => report,
+            Err(err @ CallError::UnknownTool { .. }) => return Err(mapping::call_error(&err)),
+        };
+        tracing::debug!(tool = %params.name, duration = ?report.duration, ok = report.result.is_ok(), "call finished");
+        match report.result {
+            Ok(output) => {
+                if let Some(file) = output.truncated.as_ref().and_then(|t| t.spill.as_ref()) {
+                    let saved = self.session.state::<SavedOutputs>();
+                    saved
+                        .ids
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(file.id.clone());
+                }
+                Ok(mapping::success(output).into())
+            }
+            Err(ToolError::InputRequired(_)) => Ok(mapping::failure(&ToolError::PermissionDenied(
+                String::from("this client must answer a question first, which it cannot do here"),
+            ))
+            .into()),
+            Err(err) => Ok(mapping::failure(&err).into()),
+        }
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _rc: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        *self
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = request.level;
+        Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _page: Option<PaginatedRequestParams>,
+        _rc: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let spill = self.app.env.spill();
+        let resources = self
+            .saved_outputs()
+            .iter()
+            .filter_map(|id| spill.get(id))
+            .map(|file| {
+                Resource::new(file.uri(), format!("output-{}", &file.id[..8]))
+                    .with_title("Full output of a truncated tool call")
+                    .with_mime_type("text/plain")
+                    .with_size(file.size)
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _page: Option<PaginatedRequestParams>,
+        _rc: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let template = ResourceTemplate::new("gimlet://output/{id}", "output")
+            .with_title("Full output of a truncated tool call")
+            .with_mime_type("text/plain");
+        Ok(ListResourceTemplatesResult::with_all_items(vec![template]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _rc: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let not_found = || {
+            ErrorData::resource_not_found(
+                format!(
+                    "no saved output `{}` in this session (outputs expire after 7 days)",
+                    request.uri
+                ),
+                None,
+            )
+        };
+        let id = request
+            .uri
+            .strip_prefix("gimlet://output/")
+            .ok_or_else(not_found)?;
+        if !self.saved_outputs().iter().any(|saved| saved == id) {
+            return Err(not_found());
+        }
+        let file = self.app.env.spill().get(id).ok_or_else(not_found)?;
+        let text = tokio::fs::read_to_string(&file.path)
+            .await
+            .map_err(|_| not_found())?;
+        let contents =
+            ResourceContents::text(text, request.uri.clone()).with_mime_type("text/plain");
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+}

@@ -1,0 +1,3 @@
+//! The transports: stdio (one session) and, later, streamable HTTP (many).
+
+pub(crate) mod stdio;

@@ -1,0 +1,29 @@
+//! stdio: one session over stdin/stdout. Only protocol goes to stdout; logs go to stderr.
+
+use std::sync::Arc;
+
+use gimlet_tools::Session;
+use rmcp::ServiceExt;
+
+use crate::ServeError;
+use crate::server::{App, GimletServer};
+
+/// Serves one client on stdin/stdout until stdin closes or a signal arrives.
+pub(crate) async fn serve(app: Arc<App>) -> Result<(), ServeError> {
+    let server = GimletServer::new(app, Arc::new(Session::new("stdio")));
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| ServeError::Start(e.to_string()))?;
+    let token = running.cancellation_token();
+    tokio::spawn(async move {
+        crate::shutdown_signal().await;
+        token.cancel();
+    });
+    let reason = running
+        .waiting()
+        .await
+        .map_err(|e| ServeError::Stopped(e.to_string()))?;
+    tracing::info!(?reason, "stdio session ended");
+    Ok(())
+}

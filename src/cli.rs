@@ -1,0 +1,217 @@
+//! The commands behind the flags: `serve`, `tools`, `call`.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use gimlet_tools::ask::{Answer, Asker, BoxFuture, Question};
+use gimlet_tools::pipeline::{self, CallError};
+use gimlet_tools::{Approval, AskRequest, Content, DenyAsker, ToolContext, ToolEnv, ToolRegistry};
+use tracing_subscriber::EnvFilter;
+
+/// Flags every command takes.
+#[derive(Debug, clap::Args)]
+pub(crate) struct GlobalArgs {
+    /// A folder the tools may work in; repeat for more (default: the current directory).
+    #[arg(long = "root", value_name = "DIR", global = true)]
+    pub(crate) roots: Vec<PathBuf>,
+    /// Log level on stderr: error, warn, info, debug or trace (RUST_LOG overrides).
+    #[arg(long, value_name = "LEVEL", global = true)]
+    pub(crate) log_level: Option<String>,
+}
+
+/// Logs go to stderr: in stdio mode stdout is the protocol.
+pub(crate) fn init_logging(level: Option<&str>) {
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(level.unwrap_or("warn")));
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(filter)
+        .init();
+}
+
+/// Reports a fatal error on stderr.
+pub(crate) fn report_error(err: &anyhow::Error) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "gimlet: {err:#}");
+}
+
+fn env(global: &GlobalArgs) -> anyhow::Result<ToolEnv> {
+    let mut builder = ToolEnv::builder();
+    for root in &global.roots {
+        builder = builder.root(root);
+    }
+    Ok(builder.build()?)
+}
+
+/// `gimlet serve`: MCP over stdio.
+pub(crate) async fn serve(global: &GlobalArgs) -> anyhow::Result<ExitCode> {
+    let env = env(global)?;
+    gimlet_mcp::serve(gimlet_mcp::ServerConfig::new(env, ToolRegistry::builtin())).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `gimlet tools`: the tool list.
+pub(crate) async fn tools(global: &GlobalArgs, json: bool) -> anyhow::Result<ExitCode> {
+    let env = env(global)?;
+    let registry = ToolRegistry::builtin();
+    let mut out = std::io::stdout().lock();
+    if json {
+        let list = gimlet_mcp::tools_json(&env, &registry).await;
+        writeln!(out, "{}", serde_json::to_string_pretty(&list)?)?;
+    } else {
+        for spec in registry.init(&env).await {
+            let first_line = spec.description.lines().next().unwrap_or_default();
+            writeln!(out, "{:<14} {first_line}", spec.name)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `gimlet call TOOL JSON`: one call through the pipeline. Exit code 1 when the tool failed.
+pub(crate) async fn call(
+    global: &GlobalArgs,
+    tool: &str,
+    input: &str,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let input: serde_json::Value = serde_json::from_str(input)
+        .with_context(|| format!("the arguments are not valid JSON: {input}"))?;
+    let env = Arc::new(env(global)?);
+    let registry = ToolRegistry::builtin();
+    let asker: Arc<dyn Asker> = if std::io::stdin().is_terminal() {
+        Arc::new(TerminalAsker)
+    } else {
+        Arc::new(DenyAsker {
+            why: "stdin is not a terminal",
+        })
+    };
+    let ctx = ToolContext::builder(Arc::clone(&env)).asker(asker).build();
+    let report = match pipeline::run(&registry, tool, input, &ctx).await {
+        Ok(report) => report,
+        Err(err @ CallError::UnknownTool { .. }) => anyhow::bail!(err),
+    };
+    let mut out = std::io::stdout().lock();
+    match report.result {
+        Ok(output) if json => {
+            let value = serde_json::json!({
+                "content": output.content.iter().map(content_json).collect::<Vec<_>>(),
+                "structured": output.structured,
+                "is_error": output.is_error,
+            });
+            writeln!(out, "{value}")?;
+            Ok(if output.is_error {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Ok(output) => {
+            for content in &output.content {
+                match content {
+                    Content::Text(text) => out.write_all(text.as_bytes())?,
+                    Content::Image { data, mime_type } => {
+                        write!(out, "[{mime_type} image, {} bytes]", data.len())?;
+                    }
+                    Content::ResourceLink { .. } => continue,
+                }
+                if !matches!(content, Content::Text(t) if t.ends_with('\n')) {
+                    writeln!(out)?;
+                }
+            }
+            Ok(if output.is_error {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Err(err) if json => {
+            writeln!(
+                out,
+                "{}",
+                serde_json::json!({"error": err.to_string(), "is_error": true})
+            )?;
+            Ok(ExitCode::FAILURE)
+        }
+        Err(err) => {
+            drop(out);
+            let mut stderr = std::io::stderr().lock();
+            writeln!(stderr, "{tool}: {err}")?;
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn content_json(content: &Content) -> serde_json::Value {
+    match content {
+        Content::Text(text) => serde_json::json!({"type": "text", "text": text}),
+        Content::Image { data, mime_type } => {
+            serde_json::json!({"type": "image", "mimeType": mime_type, "bytes": data.len()})
+        }
+        Content::ResourceLink { uri, name, size } => {
+            serde_json::json!({"type": "resource_link", "uri": uri, "name": name, "size": size})
+        }
+    }
+}
+
+/// Asks on the terminal: the question on stderr, the answer from stdin.
+struct TerminalAsker;
+
+impl TerminalAsker {
+    async fn prompt(text: String) -> Option<String> {
+        tokio::task::spawn_blocking(move || {
+            let mut stderr = std::io::stderr().lock();
+            let _ = write!(stderr, "{text}");
+            let _ = stderr.flush();
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).ok()?;
+            Some(line.trim().to_owned())
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+}
+
+impl Asker for TerminalAsker {
+    fn approve<'a>(
+        &'a self,
+        request: &'a AskRequest,
+        _ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Approval> {
+        Box::pin(async move {
+            let choices = if request.session_pattern.is_some() {
+                "[o]nce / [s]ession / [N]o"
+            } else {
+                "[o]nce / [N]o"
+            };
+            let answer = Self::prompt(format!("{}\nAllow? {choices} ", request.message())).await;
+            match answer.as_deref().map(str::to_ascii_lowercase).as_deref() {
+                Some("o" | "once" | "y" | "yes") => Approval::Once,
+                Some("s" | "session") if request.session_pattern.is_some() => Approval::Session,
+                _ => Approval::Deny { reason: None },
+            }
+        })
+    }
+
+    fn question<'a>(
+        &'a self,
+        question: &'a Question,
+        _ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Answer> {
+        Box::pin(async move {
+            let options = if question.options.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", question.options.join(" / "))
+            };
+            match Self::prompt(format!("{}{options}\n> ", question.question)).await {
+                Some(answer) if !answer.is_empty() => Answer::Answered(answer),
+                _ => Answer::Declined,
+            }
+        })
+    }
+}
