@@ -17,7 +17,7 @@ pub(crate) struct GlobalArgs {
     /// A folder the tools may work in; repeat for more (default: the current directory).
     #[arg(long = "root", value_name = "DIR", global = true)]
     pub(crate) roots: Vec<PathBuf>,
-    /// Log level on stderr: error, warn, info, debug or trace (RUST_LOG overrides).
+    /// Log level on stderr: error, warn, info, debug or trace (`RUST_LOG` overrides it).
     #[arg(long, value_name = "LEVEL", global = true)]
     pub(crate) log_level: Option<String>,
 }

@@ -42,8 +42,12 @@ enum Command {
 fn main() -> ExitCode {
     let args = Args::parse();
     cli::init_logging(args.global.log_level.as_deref());
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    // stdio serves one client: a single-threaded runtime avoids cross-thread hand-offs on every
+    // message. Blocking work (files, walks, processes) runs on the blocking pool either way.
+    // A burst of pipelined calls must not grow hundreds of threads.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .max_blocking_threads(64)
         .build()
     {
         Ok(runtime) => runtime,

@@ -229,6 +229,10 @@ mod tests {
         }
     }
 
+    #[expect(
+        clippy::unnecessary_wraps,
+        reason = "reads as the answer the asker receives"
+    )]
     fn accept(content: Value) -> Option<ElicitResult> {
         Some(ElicitResult::new(ElicitationAction::Accept).with_content(content))
     }

@@ -96,24 +96,14 @@ pub async fn tools_json(env: &ToolEnv, registry: &ToolRegistry) -> serde_json::V
 
 /// Resolves on SIGINT or SIGTERM.
 pub(crate) async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
     let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(term) => term,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
         let _ = ctrl_c.await;
+        return;
+    };
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term.recv() => {}
     }
 }

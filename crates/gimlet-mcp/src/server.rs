@@ -153,10 +153,12 @@ impl ServerHandler for GimletServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let ctx = self.context(&rc);
         let input = params.arguments.map_or(Value::Null, Value::Object);
-        let report = match pipeline::run(&self.app.registry, &params.name, input, &ctx).await {
-            Ok(report) => report,
-            Err(err @ CallError::UnknownTool { .. }) => return Err(mapping::call_error(&err)),
-        };
+        let registry = Arc::clone(&self.app.registry);
+        let report =
+            match pipeline::run_on_worker(registry, params.name.to_string(), input, ctx).await {
+                Ok(report) => report,
+                Err(err @ CallError::UnknownTool { .. }) => return Err(mapping::call_error(&err)),
+            };
         tracing::debug!(tool = %params.name, duration = ?report.duration, ok = report.result.is_ok(), "call finished");
         match report.result {
             Ok(output) => {

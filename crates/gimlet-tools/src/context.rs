@@ -375,6 +375,7 @@ struct ContextInner {
     asker: Arc<dyn Asker>,
     roots: RootSet,
     approved: Mutex<Vec<PathBuf>>,
+    resolved: Mutex<Vec<(String, ResolvedPath)>>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -453,8 +454,38 @@ impl ToolContext {
     }
 
     /// Resolves a path argument against this call's roots. Blocking.
+    ///
+    /// A call resolves each argument once: the permission stage judges the resolution and the
+    /// tool opens the same one (beneath its root, so a change on disk in between makes the
+    /// open fail rather than land elsewhere).
     pub fn resolve(&self, input: &str) -> Result<ResolvedPath, PathError> {
-        self.inner.roots.resolve(input)
+        let cached = self
+            .inner
+            .resolved
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, resolved)) = cached.iter().find(|(i, _)| i == input) {
+            return Ok(resolved.clone());
+        }
+        drop(cached);
+        let resolved = self.inner.roots.resolve(input)?;
+        let mut cached = self
+            .inner
+            .resolved
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        cached.push((input.to_owned(), resolved.clone()));
+        Ok(resolved)
+    }
+
+    /// Forgets this call's resolutions (after the call itself changed the file system, e.g.
+    /// created a directory the path goes through).
+    pub fn forget_resolutions(&self) {
+        self.inner
+            .resolved
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 
     /// Resolves a path argument and checks that the call may open it: inside a root, or
@@ -525,13 +556,18 @@ impl ToolContext {
         }
     }
 
-    /// Runs blocking work (file system, walks) off the async runtime.
+    /// Runs blocking work (file system, walks) off the async runtime: in place when the call
+    /// already runs on a worker thread ([`crate::pipeline::run_on_worker`]), otherwise on the
+    /// blocking pool.
     pub async fn blocking<T, F>(&self, work: F) -> Result<T, ToolError>
     where
         T: Send + 'static,
         F: FnOnce(ToolContext) -> Result<T, ToolError> + Send + 'static,
     {
         let ctx = self.clone();
+        if crate::pipeline::on_worker() {
+            return work(ctx);
+        }
         tokio::task::spawn_blocking(move || work(ctx)).await?
     }
 }
@@ -605,6 +641,7 @@ impl ToolContextBuilder {
                 asker: self.asker.unwrap_or_else(|| Arc::new(DenyAsker::default())),
                 roots,
                 approved: Mutex::new(Vec::new()),
+                resolved: Mutex::new(Vec::new()),
             }),
         }
     }

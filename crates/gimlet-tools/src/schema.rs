@@ -44,7 +44,7 @@ fn object_schema<T: JsonSchema>() -> JsonObject {
     let Value::Object(mut obj) = schema.to_value() else {
         return JsonObject::new();
     };
-    for key in ["$schema", "title", "$defs"] {
+    for key in ["$schema", "title", "$defs", "description"] {
         obj.remove(key);
     }
     obj
@@ -53,6 +53,7 @@ fn object_schema<T: JsonSchema>() -> JsonObject {
 /// `type: ["T", "null"]` -> `type: "T"`; `anyOf: [X, {type: null}]` -> X; a `oneOf` of
 /// documented constants -> a plain `enum`, the constants' docs folded into the description.
 fn drop_null(schema: &mut Schema) {
+    tidy(schema);
     if let Some(Value::Array(types)) = schema.get_mut("type") {
         types.retain(|t| t != "null");
         if types.len() == 1 {
@@ -85,6 +86,36 @@ fn drop_null(schema: &mut Schema) {
         }
     }
     constants_to_enum(schema);
+}
+
+/// Drops Rust-specific number formats (`uint`, `int64` ...) that JSON Schema does not define
+/// and strict clients refuse, and joins the lines of wrapped doc comments.
+fn tidy(schema: &mut Schema) {
+    let rust_format = schema
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|f| {
+            ["int", "uint", "float", "double"]
+                .iter()
+                .any(|prefix| f.starts_with(prefix))
+        });
+    if rust_format {
+        schema.remove("format");
+    }
+    if let Some(Value::String(description)) = schema.get_mut("description") {
+        let joined = description
+            .split("\n\n")
+            .map(|paragraph| {
+                paragraph
+                    .split('\n')
+                    .map(str::trim)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        *description = joined;
+    }
 }
 
 fn constants_to_enum(schema: &mut Schema) {
@@ -170,6 +201,9 @@ mod tests {
         mode: Option<Mode>,
         /// Nested items.
         items: Vec<Inner>,
+        /// A doc comment
+        /// over two lines.
+        wrapped: bool,
     }
 
     #[test]
@@ -179,7 +213,7 @@ mod tests {
         assert!(!text.contains("$ref"), "{text}");
         assert!(!text.contains("null"), "{text}");
         assert_eq!(schema["type"], "object");
-        assert_eq!(schema["required"], json!(["path", "items"]));
+        assert_eq!(schema["required"], json!(["path", "items", "wrapped"]));
         assert_eq!(schema["additionalProperties"], json!(false));
         assert_eq!(
             schema["properties"]["path"]["description"],
@@ -197,6 +231,15 @@ mod tests {
             "string"
         );
         assert!(schema.get("title").is_none() && schema.get("$schema").is_none());
+        assert!(schema.get("description").is_none());
+        assert!(
+            schema["properties"]["count"].get("format").is_none(),
+            "{text}"
+        );
+        assert_eq!(
+            schema["properties"]["wrapped"]["description"],
+            "A doc comment over two lines."
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::server::{App, GimletServer};
 pub(crate) async fn serve(app: Arc<App>) -> Result<(), ServeError> {
     let server = GimletServer::new(app, Arc::new(Session::new("stdio")));
     let running = server
-        .serve(rmcp::transport::stdio())
+        .serve(rmcp::transport::stdio_pipes())
         .await
         .map_err(|e| ServeError::Start(e.to_string()))?;
     let token = running.cancellation_token();

@@ -43,10 +43,14 @@ impl ContentHash {
 
 impl fmt::Display for ContentHash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for byte in self.0 {
-            write!(f, "{byte:02x}")?;
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut text = [0u8; 16];
+        for (i, byte) in self.0.iter().enumerate() {
+            text[2 * i] = HEX[usize::from(byte >> 4)];
+            text[2 * i + 1] = HEX[usize::from(byte & 0xf)];
         }
-        Ok(())
+        // Only ASCII hex digits were written.
+        f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
     }
 }
 

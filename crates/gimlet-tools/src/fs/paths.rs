@@ -462,36 +462,37 @@ impl ResolvedPath {
     /// symlink; outside (allowed only when the caller checked approval), it follows none
     /// either, so it opens exactly the path that was approved.
     pub fn open(&self, kind: OpenKind) -> Result<File, PathError> {
-        let flags = match kind {
-            OpenKind::ReadFile => OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY,
-            OpenKind::Directory => OFlags::RDONLY | OFlags::DIRECTORY,
-            OpenKind::Handle => OFlags::PATH,
-        };
-        let fd = self.open_raw(flags, Mode::empty())?;
-        let file = File::from(fd);
-        if kind == OpenKind::ReadFile {
-            self.check_regular(&file)?;
-            // Opened non-blocking so that a FIFO cannot hang the open; regular files ignore
-            // the flag, but clear it so readers see ordinary semantics.
-            rustix::fs::fcntl_setfl(&file, OFlags::empty())
-                .map_err(|e| PathError::io(&self.path, e.into()))?;
+        match kind {
+            OpenKind::ReadFile => self.open_regular().map(|(file, _)| file),
+            OpenKind::Directory => Ok(File::from(
+                self.open_raw(OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())?,
+            )),
+            OpenKind::Handle => Ok(File::from(self.open_raw(OFlags::PATH, Mode::empty())?)),
         }
-        Ok(file)
     }
 
-    fn check_regular(&self, file: &File) -> Result<(), PathError> {
-        let stat = rustix::fs::fstat(file).map_err(|e| PathError::io(&self.path, e.into()))?;
-        match FileType::from_raw_mode(stat.st_mode) {
-            FileType::RegularFile => Ok(()),
-            FileType::Directory => Err(PathError::IsADirectory {
+    /// Opens a regular file for reading and returns it with its metadata. A FIFO, socket or
+    /// device is refused without blocking: the open is non-blocking (a flag regular files
+    /// ignore), and the type is checked on the open handle.
+    pub fn open_regular(&self) -> Result<(File, std::fs::Metadata), PathError> {
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY;
+        let file = File::from(self.open_raw(flags, Mode::empty())?);
+        let meta = file.metadata().map_err(|e| PathError::io(&self.path, e))?;
+        let file_type = meta.file_type();
+        if file_type.is_file() {
+            return Ok((file, meta));
+        }
+        if file_type.is_dir() {
+            return Err(PathError::IsADirectory {
                 path: self.display(),
                 hint: "; use `ls` to list it",
-            }),
-            other => Err(PathError::NotRegular {
-                path: self.display(),
-                kind: file_kind(other),
-            }),
+            });
         }
+        let mode = std::os::unix::fs::MetadataExt::mode(&meta);
+        Err(PathError::NotRegular {
+            path: self.display(),
+            kind: file_kind(FileType::from_raw_mode(mode)),
+        })
     }
 
     /// Opens with raw flags (`O_CLOEXEC` and no-follow are always added).

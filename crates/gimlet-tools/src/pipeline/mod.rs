@@ -89,6 +89,42 @@ pub async fn run(
     })
 }
 
+thread_local! {
+    /// Set while a call runs on a worker thread of the blocking pool.
+    static ON_WORKER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the current thread is a call worker (see [`run_on_worker`]).
+pub(crate) fn on_worker() -> bool {
+    ON_WORKER.with(std::cell::Cell::get)
+}
+
+/// Like [`run`], but the whole call runs on one thread of the blocking pool, driven there with
+/// `Handle::block_on`. The call's file work ([`ToolContext::blocking`]) then runs in place: one
+/// thread hand-off per call instead of one per blocking step, and never blocking work on the
+/// async runtime. Servers use this; it needs a Tokio runtime.
+pub async fn run_on_worker(
+    registry: std::sync::Arc<ToolRegistry>,
+    name: String,
+    input: Value,
+    ctx: ToolContext,
+) -> Result<CallReport, CallError> {
+    let handle = tokio::runtime::Handle::current();
+    let worker = tokio::task::spawn_blocking(move || {
+        ON_WORKER.with(|flag| flag.set(true));
+        let report = handle.block_on(run(&registry, &name, input, &ctx));
+        ON_WORKER.with(|flag| flag.set(false));
+        report
+    });
+    match worker.await {
+        Ok(report) => report,
+        Err(err) => Ok(CallReport {
+            result: Err(ToolError::from(err)),
+            duration: Duration::ZERO,
+        }),
+    }
+}
+
 async fn run_stages(
     tool: &dyn DynTool,
     input: Value,

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
-use crate::fs::{ContentHash, FileStamp, Hasher, OpenKind, ResolvedPath};
+use crate::fs::{ContentHash, FileStamp, Hasher, ResolvedPath};
 use crate::permission::Access;
 use crate::tool::{Content, OutputLimits, Tool, ToolFlags, ToolOutput};
 
@@ -93,15 +93,12 @@ impl Tool for ReadTool {
 
 fn read_blocking(args: &ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let resolved = ctx.resolve_allowed(&args.path)?;
-    let mut file = resolved.open(OpenKind::ReadFile)?;
-    let meta = file
-        .metadata()
-        .map_err(|e| ToolError::io(format!("reading {}", resolved.display()), e))?;
+    let (mut file, meta) = resolved.open_regular()?;
     let mut head = vec![0; SNIFF_BYTES.min(usize::try_from(meta.len()).unwrap_or(SNIFF_BYTES))];
     let head_len = read_up_to(&mut file, &mut head).map_err(|e| io_error(&resolved, e))?;
     head.truncate(head_len);
     if let Some(mime_type) = image_type(&head) {
-        return read_image(&resolved, file, head, meta.len(), mime_type, ctx);
+        return read_image(&resolved, file, head, &meta, mime_type, ctx);
     }
     if let Some(kind) = binary_kind(&head) {
         return Err(ToolError::failed(format!(
@@ -111,7 +108,7 @@ fn read_blocking(args: &ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolE
             meta.len()
         )));
     }
-    let page = Page::read(head, file, args).map_err(|e| io_error(&resolved, e))?;
+    let page = Page::read(head, file, meta.len(), args).map_err(|e| io_error(&resolved, e))?;
     ctx.session().files().record(
         &resolved.path,
         FileStamp {
@@ -182,7 +179,7 @@ impl LineBuf {
 
 impl Page {
     /// Streams the file once: hashes it, counts its lines, keeps the requested ones.
-    fn read(head: Vec<u8>, mut file: File, args: &ReadArgs) -> io::Result<Self> {
+    fn read(head: Vec<u8>, mut file: File, size: u64, args: &ReadArgs) -> io::Result<Self> {
         let first = args.offset.unwrap_or(1);
         let last = first.saturating_add(args.limit.unwrap_or(DEFAULT_LIMIT)) - 1;
         let wanted = move |number: usize| (first..=last).contains(&number);
@@ -195,8 +192,11 @@ impl Page {
             invalid_utf8_at: None,
         };
         let mut line = LineBuf::default();
+        // Small files are read whole in the first chunk; the buffer for the rest is sized to
+        // what is left (plus one byte to see the end), up to 64 KiB.
+        let rest = usize::try_from(size.saturating_sub(head.len() as u64)).unwrap_or(usize::MAX);
         let mut chunk = head;
-        let mut buf = vec![0; 64 * 1024];
+        let mut buf = vec![0; rest.saturating_add(1).min(64 * 1024)];
         loop {
             hasher.update(&chunk);
             let mut rest = chunk.as_slice();
@@ -273,24 +273,27 @@ impl Page {
             )));
         }
         let end = self.lines.last().map_or(first, |(n, _)| *n);
-        let mut text = String::with_capacity(self.lines.iter().map(|(_, l)| l.len() + 8).sum());
+        let hash = self.hash.to_string();
+        let mut text =
+            String::with_capacity(self.lines.iter().map(|(_, l)| l.len() + 8).sum::<usize>() + 120);
         for (number, line) in &self.lines {
             let _ = writeln!(text, "{number:>6}\t{line}");
         }
-        text.push('\n');
-        text.push_str(&format!(
-            "[{display}: lines {first}-{end} of {}, hash {}",
-            self.total_lines, self.hash
-        ));
+        let _ = write!(
+            text,
+            "\n[{display}: lines {first}-{end} of {}, hash {hash}",
+            self.total_lines
+        );
         if end < self.total_lines {
-            text.push_str(&format!("; use offset={} to read on", end + 1));
+            let _ = write!(text, "; use offset={} to read on", end + 1);
         }
         text.push(']');
         if let Some(at) = self.invalid_utf8_at {
-            text.push_str(&format!(
+            let _ = write!(
+                text,
                 "\n[note: the file is not valid UTF-8 (first bad byte at offset {at}); bad bytes are \
                  shown as U+FFFD, and the edit tools will refuse this file]"
-            ));
+            );
         }
         let mut output = ToolOutput::text(text)
             .with_title(display.clone())
@@ -324,10 +327,11 @@ fn read_image(
     resolved: &ResolvedPath,
     mut file: File,
     head: Vec<u8>,
-    size: u64,
+    meta: &std::fs::Metadata,
     mime_type: &'static str,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
+    let size = meta.len();
     if size > MAX_IMAGE_BYTES {
         return Err(ToolError::failed(format!(
             "`{}` is a {mime_type} image of {size} bytes; images are returned up to {MAX_IMAGE_BYTES} \
@@ -344,7 +348,7 @@ fn read_image(
         FileStamp {
             hash,
             size: data.len() as u64,
-            modified: file.metadata().ok().and_then(|m| m.modified().ok()),
+            modified: meta.modified().ok(),
             seen_at: SystemTime::now(),
         },
     );

@@ -1,0 +1,202 @@
+//! Startup and per-call cost of `gimlet serve` over stdio, as a client sees it.
+//!
+//! `cargo bench --bench stdio` prints:
+//! - cold start: from spawning the process to the `tools/list` answer (initialize included);
+//! - small `read` calls one after another: client-observed latency, and the server's CPU time
+//!   per call (process-wide user+system time from /proc, over many calls).
+//!
+//! Run on a quiet machine; the figures go into docs/performance.md.
+
+#![expect(
+    clippy::unwrap_used,
+    clippy::print_stdout,
+    reason = "a benchmark program"
+)]
+#![expect(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "statistics over counts far below 2^52"
+)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const STARTS: usize = 30;
+const READS: usize = 20_000;
+
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Server {
+    fn spawn(root: &std::path::Path, data: &std::path::Path) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_gimlet"))
+            .args(["serve", "--root"])
+            .arg(root)
+            .env("XDG_DATA_HOME", data)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Self {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        }
+    }
+
+    fn send(&mut self, method: &str, params: &serde_json::Value) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        let message =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.stdin, "{message}").unwrap();
+        id
+    }
+
+    fn notify(&mut self, method: &str) {
+        writeln!(
+            self.stdin,
+            "{}",
+            serde_json::json!({"jsonrpc": "2.0", "method": method})
+        )
+        .unwrap();
+    }
+
+    fn wait_for(&mut self, id: u64) -> serde_json::Value {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "server closed stdout"
+            );
+            let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    fn initialize(&mut self) {
+        let id = self.send(
+            "initialize",
+            &serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"}}),
+        );
+        self.wait_for(id);
+        self.notify("notifications/initialized");
+    }
+
+    /// User and system CPU time of the server process so far.
+    fn cpu(&self) -> (Duration, Duration) {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
+        let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+        let fields: Vec<&str> = after_name.split_whitespace().collect();
+        let ticks = |i: usize| Duration::from_micros(fields[i].parse::<u64>().unwrap() * 10_000); // USER_HZ = 100
+        (ticks(11), ticks(12))
+    }
+
+    fn stop(mut self) {
+        drop(self.stdin);
+        let _ = self.child.wait();
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index]
+}
+
+fn main() {
+    let root = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("small.txt"), "one\ntwo\nthree\n").unwrap();
+
+    // Cold start to the tools/list answer.
+    let mut starts = Vec::with_capacity(STARTS);
+    for _ in 0..STARTS {
+        let started = Instant::now();
+        let mut server = Server::spawn(root.path(), data.path());
+        server.initialize();
+        let id = server.send("tools/list", &serde_json::json!({}));
+        server.wait_for(id);
+        starts.push(started.elapsed());
+        server.stop();
+    }
+    starts.sort();
+
+    // Sequential small reads.
+    let mut server = Server::spawn(root.path(), data.path());
+    server.initialize();
+    for _ in 0..200 {
+        let id = server.send(
+            "tools/call",
+            &serde_json::json!({"name": "read", "arguments": {"path": "small.txt"}}),
+        );
+        server.wait_for(id);
+    }
+    let cpu_before = server.cpu();
+    let mut latencies = Vec::with_capacity(READS);
+    let all = Instant::now();
+    for _ in 0..READS {
+        let started = Instant::now();
+        let id = server.send(
+            "tools/call",
+            &serde_json::json!({"name": "read", "arguments": {"path": "small.txt"}}),
+        );
+        let reply = server.wait_for(id);
+        latencies.push(started.elapsed());
+        assert_eq!(reply["result"]["isError"], false, "{reply}");
+    }
+    let wall = all.elapsed();
+    let cpu_after = server.cpu();
+    let user = cpu_after.0.saturating_sub(cpu_before.0);
+    let system = cpu_after.1.saturating_sub(cpu_before.1);
+    let cpu = user + system;
+    server.stop();
+    latencies.sort();
+
+    println!(
+        "gimlet stdio benchmark ({STARTS} cold starts, {READS} sequential reads of a 3-line file)"
+    );
+    println!("| measure | median | p10 | p90 |");
+    println!("|---|---|---|---|");
+    println!(
+        "| cold start to tools/list | {:.2} ms | {:.2} ms | {:.2} ms |",
+        ms(percentile(&starts, 0.5)),
+        ms(percentile(&starts, 0.1)),
+        ms(percentile(&starts, 0.9))
+    );
+    println!(
+        "| read round trip (client-observed) | {:.1} µs | {:.1} µs | {:.1} µs |",
+        us(percentile(&latencies, 0.5)),
+        us(percentile(&latencies, 0.1)),
+        us(percentile(&latencies, 0.9))
+    );
+    println!(
+        "server CPU per read: {:.1} µs ({:.1} user + {:.1} system; {:.0} calls/s)",
+        us(cpu) / READS as f64,
+        us(user) / READS as f64,
+        us(system) / READS as f64,
+        READS as f64 / wall.as_secs_f64()
+    );
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}

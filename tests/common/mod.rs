@@ -1,0 +1,209 @@
+//! The client side of the integration tests: spawn `gimlet`, initialize, call tools.
+
+#![allow(dead_code, reason = "not every test uses every helper")]
+#![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationAction, Implementation, ProgressNotificationParam,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::Value;
+use tempfile::TempDir;
+use tokio::process::Command;
+
+/// How the test client answers elicitations.
+pub type Elicit = Arc<dyn Fn(&ElicitRequestParams) -> ElicitResult + Send + Sync>;
+
+/// A client that records what the server sends and answers elicitations from a script.
+#[derive(Clone, Default)]
+pub struct TestClient {
+    pub elicit: Option<Elicit>,
+    pub elicitations: Arc<Mutex<Vec<ElicitRequestParams>>>,
+    pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+}
+
+impl TestClient {
+    /// A client that declares elicitation and answers with `answer`.
+    pub fn answering(
+        answer: impl Fn(&ElicitRequestParams) -> ElicitResult + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            elicit: Some(Arc::new(answer)),
+            ..Self::default()
+        }
+    }
+
+    /// A client that accepts with this content.
+    pub fn accepting(content: Value) -> Self {
+        Self::answering(move |_| {
+            ElicitResult::new(ElicitationAction::Accept).with_content(content.clone())
+        })
+    }
+}
+
+impl ClientHandler for TestClient {
+    fn get_info(&self) -> ClientConfig {
+        let caps = if self.elicit.is_some() {
+            ClientCapabilities::builder().enable_elicitation().build()
+        } else {
+            ClientCapabilities::default()
+        };
+        ClientConfig::new(caps, Implementation::new("gimlet-tests", "0.0.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _rc: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.elicitations.lock().unwrap().push(request.clone());
+        Ok(match &self.elicit {
+            Some(answer) => answer(&request),
+            None => ElicitResult::new(ElicitationAction::Decline),
+        })
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _cx: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+}
+
+/// A running `gimlet` with a temporary root folder.
+pub struct Gimlet {
+    pub client: RunningService<RoleClient, TestClient>,
+    pub handler: TestClient,
+    pub root: TempDir,
+    pub data: TempDir,
+}
+
+/// The path of the built binary.
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_gimlet")
+}
+
+/// A command for the binary that keeps its data (saved outputs) in `data`.
+pub fn command(data: &Path) -> Command {
+    let mut command = Command::new(binary());
+    command
+        .env("XDG_DATA_HOME", data)
+        .env("XDG_CONFIG_HOME", data)
+        .env_remove("RUST_LOG");
+    command.kill_on_drop(true);
+    command
+}
+
+impl Gimlet {
+    /// Starts `gimlet serve --root <tmp>` with a default client.
+    pub async fn start() -> Self {
+        Self::start_with(TestClient::default(), &[]).await
+    }
+
+    /// Starts with a client handler and extra arguments.
+    pub async fn start_with(handler: TestClient, args: &[&str]) -> Self {
+        let root = tempfile::Builder::new()
+            .prefix("gimlet-root")
+            .tempdir()
+            .unwrap();
+        let data = tempfile::tempdir().unwrap();
+        let mut command = command(data.path());
+        command
+            .arg("serve")
+            .arg("--root")
+            .arg(root.path())
+            .args(args);
+        let (transport, _stderr) = TokioChildProcess::builder(command)
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let client = handler.clone().serve(transport).await.unwrap();
+        Self {
+            client,
+            handler,
+            root,
+            data,
+        }
+    }
+
+    /// The resolved root folder.
+    pub fn root(&self) -> PathBuf {
+        std::fs::canonicalize(self.root.path()).unwrap()
+    }
+
+    /// Writes a file below the root.
+    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.root().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+
+    /// Calls a tool; protocol errors panic.
+    pub async fn call(&self, tool: &str, args: Value) -> CallToolResult {
+        self.try_call(tool, args).await.unwrap()
+    }
+
+    /// Calls a tool.
+    pub async fn try_call(
+        &self,
+        tool: &str,
+        args: Value,
+    ) -> Result<CallToolResult, rmcp::ServiceError> {
+        let Value::Object(args) = args else {
+            panic!("arguments must be an object")
+        };
+        self.client
+            .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+            .await
+    }
+
+    /// Stops the server.
+    pub async fn stop(self) {
+        let _ = self.client.cancel().await;
+    }
+}
+
+/// The text blocks of a result, joined.
+pub fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text())
+        .map(|t| t.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Asserts a successful result and returns its text.
+#[track_caller]
+pub fn ok_text(result: &CallToolResult) -> String {
+    assert_eq!(
+        result.is_error,
+        Some(false),
+        "expected success, got: {}",
+        text(result)
+    );
+    text(result)
+}
+
+/// Asserts an error result and returns its text.
+#[track_caller]
+pub fn err_text(result: &CallToolResult) -> String {
+    assert_eq!(
+        result.is_error,
+        Some(true),
+        "expected an error, got: {}",
+        text(result)
+    );
+    text(result)
+}

@@ -1,0 +1,4 @@
+mod initialize;
+mod protocol;
+mod read_ls;
+mod tools_list;

@@ -1,0 +1,73 @@
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::common::{Gimlet, err_text, ok_text};
+
+#[tokio::test]
+async fn read_and_ls_through_mcp() {
+    let gimlet = Gimlet::start().await;
+    gimlet.write("src/main.rs", "fn main() {\n    println!(\"hi\");\n}\n");
+    gimlet.write("README.md", "# demo\n");
+    let result = gimlet.call("read", json!({"path": "src/main.rs"})).await;
+    let text = ok_text(&result);
+    assert!(
+        text.starts_with("     1\tfn main() {\n     2\t    println!(\"hi\");\n     3\t}\n"),
+        "{text}"
+    );
+    let structured = result.structured_content.unwrap();
+    assert_eq!(structured["total_lines"], 3);
+    assert_eq!(structured["path"], "src/main.rs");
+    let listing = ok_text(&gimlet.call("ls", json!({})).await);
+    assert_eq!(listing, "./\n  README.md\n  src/\n    main.rs\n");
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn bad_arguments_are_tool_errors_naming_the_field() {
+    let gimlet = Gimlet::start().await;
+    let text = err_text(&gimlet.call("read", json!({"path": 42})).await);
+    assert!(
+        text.contains("field `path`: invalid type: integer `42`, expected a string"),
+        "{text}"
+    );
+    let text = err_text(&gimlet.call("read", json!({})).await);
+    assert!(text.contains("missing field `path`"), "{text}");
+    let text = err_text(&gimlet.call("read", json!({"file_path": "x"})).await);
+    assert!(text.contains("unknown field `file_path`"), "{text}");
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn unknown_tools_are_json_rpc_errors() {
+    let gimlet = Gimlet::start().await;
+    let err = gimlet.try_call("nope", json!({})).await.unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("unknown tool `nope`"), "{message}");
+    assert!(message.contains("-32602"), "{message}");
+    // The server is still there.
+    gimlet.write("a.txt", "a\n");
+    ok_text(&gimlet.call("read", json!({"path": "a.txt"})).await);
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn paths_outside_the_root_are_refused_with_a_way_forward() {
+    let gimlet = Gimlet::start().await;
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret.txt");
+    std::fs::write(&secret, "secret").unwrap();
+    std::os::unix::fs::symlink(&secret, gimlet.root().join("link")).unwrap();
+    for path in [
+        secret.display().to_string(),
+        "link".to_owned(),
+        "../../etc/passwd".to_owned(),
+    ] {
+        let text = err_text(&gimlet.call("read", json!({"path": path})).await);
+        assert!(text.contains("outside the allowed folders"), "{text}");
+        assert!(text.contains("--root"), "{text}");
+        assert!(!text.contains("secret\n"), "{text}");
+    }
+    let text = err_text(&gimlet.call("ls", json!({"path": outside.path()})).await);
+    assert!(text.contains("permission denied"), "{text}");
+    gimlet.stop().await;
+}
