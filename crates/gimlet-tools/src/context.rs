@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::ask::{Asker, DenyAsker};
 use crate::config::Settings;
 use crate::error::ToolError;
-use crate::fs::{FileStates, PathError, ResolvedPath, Root, RootSet};
+use crate::fs::{ContentHash, FileStates, PathError, PathLocks, ResolvedPath, Root, RootSet};
 use crate::permission::{Access, Grants, PathAccess, Policy};
 use crate::pipeline::Hook;
 use crate::spill::SpillStore;
@@ -51,6 +51,7 @@ pub struct ToolEnv {
     client_name: Option<String>,
     settings: Arc<Settings>,
     hooks: Vec<Arc<dyn Hook>>,
+    locks: Arc<PathLocks>,
 }
 
 impl ToolEnv {
@@ -104,6 +105,11 @@ impl ToolEnv {
         &self.hooks
     }
 
+    /// Locks that serialise changes to one path, across calls and sessions.
+    pub fn locks(&self) -> &PathLocks {
+        &self.locks
+    }
+
     /// A copy for one client: same roots and config, that client's name.
     #[must_use]
     pub fn for_client(&self, client_name: Option<String>) -> Self {
@@ -116,6 +122,7 @@ impl ToolEnv {
             client_name,
             settings: Arc::clone(&self.settings),
             hooks: self.hooks.clone(),
+            locks: Arc::clone(&self.locks),
         }
     }
 }
@@ -245,6 +252,7 @@ impl ToolEnvBuilder {
             client_name: self.client_name,
             settings: Arc::new(self.settings.unwrap_or_default()),
             hooks: self.hooks,
+            locks: Arc::new(PathLocks::default()),
         })
     }
 }
@@ -376,6 +384,7 @@ struct ContextInner {
     roots: RootSet,
     approved: Mutex<Vec<PathBuf>>,
     resolved: Mutex<Vec<(String, ResolvedPath)>>,
+    previews: Mutex<Vec<(PathBuf, Option<ContentHash>)>>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -516,6 +525,28 @@ impl ToolContext {
             .push(path.to_owned());
     }
 
+    /// Records the state of a file as it was shown to the user in a permission preview; the
+    /// change must then find it unchanged ([`crate::fs::check_fresh`]).
+    pub fn bind_preview(&self, path: &Path, hash: Option<ContentHash>) {
+        let mut previews = self
+            .inner
+            .previews
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        previews.retain(|(p, _)| p != path);
+        previews.push((path.to_owned(), hash));
+    }
+
+    /// The state a file had when its change was previewed, if it was.
+    pub fn preview_of(&self, path: &Path) -> Option<Option<ContentHash>> {
+        let previews = self
+            .inner
+            .previews
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        previews.iter().find(|(p, _)| p == path).map(|(_, h)| *h)
+    }
+
     fn is_approved(&self, path: &Path) -> bool {
         let approved = self
             .inner
@@ -642,6 +673,7 @@ impl ToolContextBuilder {
                 roots,
                 approved: Mutex::new(Vec::new()),
                 resolved: Mutex::new(Vec::new()),
+                previews: Mutex::new(Vec::new()),
             }),
         }
     }

@@ -33,6 +33,9 @@ pub enum ToolError {
     /// A `before` hook blocked the call; the message is the hook's own words.
     #[error("blocked by hook: {0}")]
     Blocked(String),
+    /// The file changed since the session last saw it (or was never read); read it again.
+    #[error("{0}")]
+    Stale(String),
     /// The call was cancelled by the client or the caller.
     #[error("the call was cancelled")]
     Cancelled,
@@ -81,6 +84,7 @@ impl ToolError {
             Self::Path(_) => "path",
             Self::PermissionDenied(_) => "permission_denied",
             Self::Blocked(_) => "blocked",
+            Self::Stale(_) => "stale",
             Self::Cancelled => "cancelled",
             Self::Io { .. } => "io",
             Self::InputRequired(_) => "input_required",

@@ -34,11 +34,13 @@ pub mod config;
 pub mod context;
 mod error;
 pub mod fs;
+pub mod patch;
 pub mod permission;
 pub mod pipeline;
 pub mod registry;
 pub mod schema;
 pub mod spill;
+pub mod text;
 pub mod tool;
 pub mod tools;
 

@@ -1,15 +1,30 @@
 //! The built-in tools, one file each.
 
+mod apply_patch;
+mod edit;
 mod ls;
+mod multi_edit;
 mod read;
+mod undo;
+mod write;
 
+pub use apply_patch::{ApplyPatchArgs, ApplyPatchTool};
+pub use edit::{EditArgs, EditTool};
 pub use ls::{LsArgs, LsTool};
+pub use multi_edit::{MultiEditArgs, MultiEditTool, OneEdit};
 pub use read::{ReadArgs, ReadTool};
+pub use undo::{UndoArgs, UndoTool};
+pub use write::{WriteArgs, WriteTool};
 
 use crate::registry::{ToolRegistry, ToolSource};
 
 /// Registers every built-in tool, in the order `tools/list` shows them.
 pub(crate) fn register_builtins(registry: &mut ToolRegistry) {
     registry.register(ReadTool, ToolSource::Builtin);
+    registry.register(WriteTool, ToolSource::Builtin);
+    registry.register(EditTool, ToolSource::Builtin);
+    registry.register(MultiEditTool, ToolSource::Builtin);
+    registry.register(ApplyPatchTool, ToolSource::Builtin);
+    registry.register(UndoTool, ToolSource::Builtin);
     registry.register(LsTool, ToolSource::Builtin);
 }

@@ -1,0 +1,151 @@
+//! The undo journal: every change a gimlet tool made in a session, with what was there before.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::PoisonError;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::atomic_write::Ownership;
+use super::file_state::ContentHash;
+
+/// Entries kept at most.
+const MAX_ENTRIES: usize = 200;
+/// Bytes of previous content kept at most; older entries go first.
+const MAX_BYTES: usize = 64 * 1024 * 1024;
+
+/// One file changed by one tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalEntry {
+    /// The call's change id (all files of one `apply_patch` share it).
+    pub change: u64,
+    /// The tool that made the change.
+    pub tool: String,
+    /// The resolved path.
+    pub path: PathBuf,
+    /// The path as shown.
+    pub display: String,
+    /// The content before, or `None` when the file did not exist.
+    pub before: Option<Vec<u8>>,
+    /// Mode and owner before.
+    pub ownership: Option<Ownership>,
+    /// The hash after, or `None` when the change deleted the file.
+    pub after: Option<ContentHash>,
+}
+
+/// The session's journal.
+#[derive(Debug, Default)]
+pub struct Journal {
+    entries: Mutex<VecDeque<JournalEntry>>,
+    next_change: AtomicU64,
+}
+
+impl Journal {
+    /// A fresh change id for one call.
+    pub fn begin(&self) -> u64 {
+        self.next_change.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Records an entry, dropping the oldest beyond the limits.
+    pub fn record(&self, entry: JournalEntry) {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        entries.push_back(entry);
+        let mut bytes: usize = entries
+            .iter()
+            .map(|e| e.before.as_ref().map_or(0, Vec::len))
+            .sum();
+        while entries.len() > MAX_ENTRIES || (bytes > MAX_BYTES && entries.len() > 1) {
+            if let Some(old) = entries.pop_front() {
+                bytes -= old.before.as_ref().map_or(0, Vec::len);
+            }
+        }
+    }
+
+    /// The entries of the latest change (to `path`, if given), newest last, without removing them.
+    pub fn latest(&self, path: Option<&Path>) -> Vec<JournalEntry> {
+        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        match path {
+            Some(path) => entries
+                .iter()
+                .rev()
+                .find(|e| e.path == path)
+                .cloned()
+                .into_iter()
+                .collect(),
+            None => {
+                let Some(last) = entries.back() else {
+                    return Vec::new();
+                };
+                entries
+                    .iter()
+                    .filter(|e| e.change == last.change)
+                    .cloned()
+                    .collect()
+            }
+        }
+    }
+
+    /// Removes entries (after they were undone).
+    pub fn remove(&self, undone: &[JournalEntry]) {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        entries.retain(|e| !undone.contains(e));
+    }
+
+    /// Removes every entry of a change (after it was rolled back).
+    pub fn remove_change(&self, change: u64) {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        entries.retain(|e| e.change != change);
+    }
+
+    /// Paths with entries, newest first, for error messages.
+    pub fn paths(&self) -> Vec<String> {
+        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut paths: Vec<String> = Vec::new();
+        for entry in entries.iter().rev() {
+            if !paths.contains(&entry.display) {
+                paths.push(entry.display.clone());
+            }
+        }
+        paths
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(change: u64, path: &str) -> JournalEntry {
+        JournalEntry {
+            change,
+            tool: "edit".into(),
+            path: PathBuf::from(path),
+            display: path.into(),
+            before: Some(vec![0; 10]),
+            ownership: None,
+            after: None,
+        }
+    }
+
+    #[test]
+    fn latest_change_or_latest_for_a_path() {
+        let journal = Journal::default();
+        journal.record(entry(1, "/a"));
+        journal.record(entry(2, "/b"));
+        journal.record(entry(2, "/c"));
+        assert_eq!(journal.latest(None).len(), 2);
+        assert_eq!(journal.latest(Some(Path::new("/a"))), vec![entry(1, "/a")]);
+        journal.remove(&journal.latest(None));
+        assert_eq!(journal.latest(None), vec![entry(1, "/a")]);
+        assert_eq!(journal.paths(), vec!["/a".to_owned()]);
+    }
+
+    #[test]
+    fn the_journal_is_bounded() {
+        let journal = Journal::default();
+        for i in 0..300 {
+            journal.record(entry(i, "/a"));
+        }
+        assert_eq!(journal.entries.lock().unwrap().len(), MAX_ENTRIES);
+        assert_eq!(journal.latest(None)[0].change, 299);
+    }
+}

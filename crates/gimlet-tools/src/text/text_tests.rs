@@ -1,0 +1,276 @@
+use pretty_assertions::assert_eq;
+use proptest::prelude::*;
+
+use super::*;
+
+/// One edit on `before`: the new text and the level, or the error message.
+fn edit(before: &str, old: &str, new: &str, all: bool) -> Result<(String, MatchLevel), String> {
+    let doc = Document::from_text(before.to_owned());
+    apply_edits(
+        &doc,
+        &[EditSpec {
+            old,
+            new,
+            replace_all: all,
+        }],
+    )
+    .map(|applied| (applied.text, applied.levels[0]))
+    .map_err(|(_, err)| err.to_string())
+}
+
+#[track_caller]
+fn ok(before: &str, old: &str, new: &str, after: &str, level: MatchLevel) {
+    assert_eq!(
+        edit(before, old, new, false),
+        Ok((after.to_owned(), level)),
+        "{before:?}: {old:?} -> {new:?}"
+    );
+}
+
+#[track_caller]
+fn err(before: &str, old: &str, new: &str, needle: &str) {
+    let message = edit(before, old, new, false).expect_err("should fail");
+    assert!(message.contains(needle), "{message}");
+}
+
+#[test]
+fn exact_replacements() {
+    use MatchLevel::Exact;
+    ok(
+        "let a = 1;\nlet b = 2;\n",
+        "b = 2",
+        "b = 3",
+        "let a = 1;\nlet b = 3;\n",
+        Exact,
+    );
+    ok(
+        "no newline at end",
+        "end",
+        "the end",
+        "no newline at the end",
+        Exact,
+    );
+    ok("x", "x", "", "", Exact);
+    // Line endings: LF `old` matches CRLF lines; untouched lines keep theirs.
+    ok("a\r\nb\r\nc\r\n", "a\nb", "A\nB", "A\r\nB\r\nc\r\n", Exact);
+    ok("a\nb\r\nc\n", "c", "C", "a\nb\r\nC\n", Exact);
+    ok("a\r\nb\r\n", "a\n", "a\nnew\n", "a\r\nnew\r\nb\r\n", Exact);
+    // BOM kept, and never part of a match.
+    ok("\u{feff}hello\n", "hello", "bye", "\u{feff}bye\n", Exact);
+    // CRLF written in `old`/`new` by the model works the same.
+    ok("a\r\nb\r\n", "a\r\nb", "x\r\ny", "x\r\ny\r\n", Exact);
+}
+
+#[test]
+fn fallbacks_in_order() {
+    // Trailing whitespace: the untouched line keeps its trailing spaces.
+    ok(
+        "fn a() {   \n    x();\n}\n",
+        "fn a() {\n    x();\n}",
+        "fn a() {\n    y();\n}",
+        "fn a() {   \n    y();\n}\n",
+        MatchLevel::TrailingWhitespace,
+    );
+    // Indentation shift: the replacement is re-indented to the file's.
+    ok(
+        "class A:\n    def f(self):\n        return 1\n",
+        "def f(self):\n    return 1",
+        "def f(self):\n    return 2",
+        "class A:\n    def f(self):\n        return 2\n",
+        MatchLevel::Indentation,
+    );
+    ok(
+        "\t\tif x {\n\t\t\ty()\n\t\t}\n",
+        "if x {\n\ty()\n}",
+        "if x {\n\tz()\n}",
+        "\t\tif x {\n\t\t\tz()\n\t\t}\n",
+        MatchLevel::Indentation,
+    );
+    // Tabs in the file against spaces in `old` are not a uniform shift.
+    err(
+        "\tif x {\n\t\ty()\n\t}\n",
+        "if x {\n    y()\n}",
+        "q",
+        "was not found",
+    );
+    // Unicode punctuation: curly quotes, dashes, NBSP.
+    ok(
+        "say(“hi” – now)\n",
+        "say(\"hi\" - now)",
+        "say(\"bye\")",
+        "say(\"bye\")\n",
+        MatchLevel::Punctuation,
+    );
+    ok(
+        "a\u{a0}=\u{a0}1\nb\n",
+        "a = 1\nb",
+        "a = 1\nc",
+        "a\u{a0}=\u{a0}1\nc\n",
+        MatchLevel::Punctuation,
+    );
+}
+
+#[test]
+fn misses_and_ambiguities_explain_themselves() {
+    err(
+        "x\ny\nx\n",
+        "x",
+        "z",
+        "matches 2 places (exact match, lines 1, 3)",
+    );
+    err("aaa", "aa", "b", "matches 2 places");
+    err("a\n  b\nc\n  b  \n", "b  \nc", "q", "was not found");
+    let message = edit("alpha\nbeta\ngamma\n", "betta\ngamma", "x", false).unwrap_err();
+    assert!(
+        message.contains("The closest text is at lines 2-3"),
+        "{message}"
+    );
+    assert!(message.contains("-betta\n+beta\n gamma"), "{message}");
+    // Fallback with two candidates is refused.
+    err(
+        "if a:  \n  x\nif a: \n  x\n",
+        "if a:\n  x",
+        "y",
+        "matches 2 places (matched ignoring trailing whitespace, lines 1, 3)",
+    );
+    err("", "x", "y", "was not found");
+}
+
+#[test]
+fn replace_all_and_multiple_edits() {
+    assert_eq!(
+        edit("x x x", "x", "y", true),
+        Ok(("y y y".to_owned(), MatchLevel::Exact))
+    );
+    let doc = Document::from_text("one\ntwo\n".to_owned());
+    let applied = apply_edits(
+        &doc,
+        &[
+            EditSpec {
+                old: "one",
+                new: "1",
+                replace_all: false,
+            },
+            EditSpec {
+                old: "1\ntwo",
+                new: "1\n2",
+                replace_all: false,
+            },
+        ],
+    )
+    .unwrap();
+    assert_eq!(applied.text, "1\n2\n");
+    let failed = apply_edits(
+        &doc,
+        &[
+            EditSpec {
+                old: "one",
+                new: "1",
+                replace_all: false,
+            },
+            EditSpec {
+                old: "three",
+                new: "3",
+                replace_all: false,
+            },
+        ],
+    );
+    assert_eq!(failed.unwrap_err().0, 1);
+}
+
+#[test]
+fn decoding_refuses_invalid_utf8_and_names_the_place() {
+    let err = Document::decode(b"ok\ncaf\xe9\n".to_vec()).unwrap_err();
+    assert_eq!((err.byte, err.offset, err.line), (0xE9, 6, 2));
+    assert!(err.to_string().contains("will not rewrite it"), "{err}");
+}
+
+#[test]
+fn writes_keep_the_style_of_the_file_they_replace() {
+    let crlf = Document::from_text("\u{feff}a\r\nb\r\n".to_owned());
+    assert_eq!(in_style_of(&crlf, "x\ny\n"), "\u{feff}x\r\ny\r\n");
+    let lf = Document::from_text("a\n".to_owned());
+    assert_eq!(in_style_of(&lf, "x\ny\n"), "x\ny\n");
+}
+
+fn ending() -> impl Strategy<Value = &'static str> {
+    prop_oneof![Just("\n"), Just("\r\n")]
+}
+
+fn document() -> impl Strategy<Value = String> {
+    (
+        any::<bool>(),
+        proptest::collection::vec(("[a-z ]{0,12}", ending()), 0..30),
+        any::<bool>(),
+    )
+        .prop_map(|(bom, lines, final_newline)| {
+            let mut text = String::from(if bom { "\u{feff}" } else { "" });
+            let count = lines.len();
+            for (i, (line, end)) in lines.into_iter().enumerate() {
+                text.push_str(&line);
+                if i + 1 < count || final_newline {
+                    text.push_str(end);
+                }
+            }
+            text
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn decoding_and_an_empty_replace_round_trip(text in document()) {
+        let doc = Document::decode(text.clone().into_bytes()).unwrap();
+        prop_assert_eq!(doc.replace(&[]), text);
+    }
+
+    #[test]
+    fn an_exact_edit_changes_only_the_matched_span(text in document(), start in 0usize..400, len in 1usize..20, new in "[A-Z\n]{0,10}") {
+        let doc = Document::from_text(text.clone());
+        let norm = doc.normalized();
+        prop_assume!(norm.len() > 1);
+        let start = start % norm.len();
+        let end = (start + len).min(norm.len());
+        prop_assume!(norm.is_char_boundary(start) && norm.is_char_boundary(end));
+        let old = &norm[start..end];
+        let overlapping = (0..norm.len()).filter(|&i| norm[i..].starts_with(old)).count();
+        prop_assume!(overlapping == 1 && old != new);
+        let found = find_replacement(&doc, old, &new, false).unwrap();
+        prop_assert_eq!(found.level, MatchLevel::Exact);
+        let out = doc.replace(&found.edits);
+        let (a, b) = (doc.original_offset(start), doc.original_offset(end));
+        prop_assert!(out.starts_with(&text[..a]));
+        prop_assert!(out.ends_with(&text[b..]));
+    }
+
+    #[test]
+    fn replace_all_leaves_no_occurrence(words in proptest::collection::vec("(ab|cd|ef)", 1..40), new in "[XYZ]{0,3}") {
+        let text = words.join(" ");
+        let doc = Document::from_text(text.clone());
+        prop_assume!(text.contains("ab"));
+        let applied = apply_edits(&doc, &[EditSpec { old: "ab", new: &new, replace_all: true }]).unwrap();
+        prop_assert!(!applied.text.contains("ab"));
+        prop_assert_eq!(applied.replacements, text.matches("ab").count());
+    }
+
+    #[test]
+    fn untouched_lines_keep_their_endings(text in document(), line in 0usize..30) {
+        let doc = Document::from_text(text.clone());
+        let lines: Vec<&str> = doc.normalized().split('\n').collect();
+        let target = lines[line % lines.len()];
+        prop_assume!(!target.is_empty() && doc.normalized().matches(target).count() == 1);
+        let found = find_replacement(&doc, target, "CHANGED", false).unwrap();
+        let out = doc.replace(&found.edits);
+        // Same number of CRLF and BOM as before: only the changed line's text differs.
+        prop_assert_eq!(out.matches("\r\n").count(), text.matches("\r\n").count());
+        prop_assert_eq!(out.starts_with('\u{feff}'), text.starts_with('\u{feff}'));
+    }
+
+    #[test]
+    fn the_matcher_never_panics(text in "(?s).{0,200}", old in "(?s).{0,40}", new in "(?s).{0,40}", all in any::<bool>()) {
+        let doc = Document::from_text(text);
+        let _ = find_replacement(&doc, &old, &new, all);
+        let _ = apply_edits(&doc, &[EditSpec { old: &old, new: &new, replace_all: all }]);
+    }
+}

@@ -1,0 +1,456 @@
+//! `apply_patch`: the Codex patch envelope, many files in one call, all or nothing.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::edit::preview_text;
+use crate::context::{AccessKind, ToolContext, ToolEnv};
+use crate::error::ToolError;
+use crate::fs::{
+    Journal, Loaded, PathError, ResolvedPath, check_not_stale, commit, create_parents, load,
+    remove_file, write_atomic,
+};
+use crate::patch::{FileOp, Patch, apply_hunks, parse};
+use crate::permission::{Access, Permission};
+use crate::text::{Document, MatchLevel, render_diff};
+use crate::tool::{JsonObject, Tool, ToolFlags, ToolOutput};
+
+const DESCRIPTION: &str = include_str!("apply_patch.md");
+
+/// Arguments of `apply_patch`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyPatchArgs {
+    /// The whole patch, from `*** Begin Patch` to `*** End Patch`.
+    pub patch: String,
+}
+
+/// The `apply_patch` tool.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ApplyPatchTool;
+
+impl Tool for ApplyPatchTool {
+    type Args = ApplyPatchArgs;
+    const NAME: &'static str = "apply_patch";
+    const TITLE: &'static str = "Apply patch";
+
+    fn description(&self, _env: &ToolEnv) -> Cow<'static, str> {
+        DESCRIPTION.into()
+    }
+
+    fn flags(&self, _args: Option<&ApplyPatchArgs>) -> ToolFlags {
+        ToolFlags::MUTATING
+    }
+
+    fn output_schema(&self) -> Option<JsonObject> {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "files": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": "string"},
+                            "action": {"type": "string", "enum": ["added", "updated", "deleted", "moved"]},
+                            "moved_to": {"type": ["string", "null"]},
+                            "hash": {"type": ["string", "null"]},
+                            "added": {"type": "integer"},
+                            "removed": {"type": "integer"},
+                            "match_levels": {"type": "array", "items": {"type": "string"}},
+                        },
+                        "required": ["path", "action", "hash", "added", "removed", "match_levels"],
+                    },
+                },
+            },
+            "required": ["files"],
+        });
+        match schema {
+            Value::Object(map) => Some(map),
+            _ => None,
+        }
+    }
+
+    async fn validate(
+        &self,
+        args: ApplyPatchArgs,
+        _ctx: &ToolContext,
+    ) -> Result<ApplyPatchArgs, ToolError> {
+        parse_patch(&args.patch)?;
+        Ok(args)
+    }
+
+    async fn accesses(
+        &self,
+        args: &ApplyPatchArgs,
+        ctx: &ToolContext,
+    ) -> Result<Vec<Access>, ToolError> {
+        let patch = parse_patch(&args.patch)?;
+        let mut accesses = Vec::new();
+        for path in touched_paths(&patch) {
+            accesses.push(ctx.path_access(&path, AccessKind::Write).await?);
+        }
+        Ok(accesses)
+    }
+
+    async fn permission(
+        &self,
+        args: &ApplyPatchArgs,
+        ctx: &ToolContext,
+    ) -> Result<Permission, ToolError> {
+        let accesses = self.accesses(args, ctx).await?;
+        let permission = ctx
+            .policy()
+            .judge(Self::NAME, ToolFlags::MUTATING, &accesses, ctx);
+        let Permission::Ask(mut request) = permission else {
+            return Ok(permission);
+        };
+        let patch = parse_patch(&args.patch)?;
+        let plan = ctx.blocking(move |ctx| plan(&ctx, &patch)).await?;
+        for change in &plan {
+            ctx.bind_preview(&change.loaded.resolved.path, change.loaded.hash);
+        }
+        let mut diffs = String::new();
+        for change in &plan {
+            let _ = writeln!(diffs, "{} {}", change.letter(), change.label());
+            diffs.push_str(&change.diff().0);
+        }
+        request.detail = Some(preview_text(&diffs));
+        Ok(Permission::Ask(request))
+    }
+
+    async fn execute(
+        &self,
+        args: ApplyPatchArgs,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let patch = parse_patch(&args.patch)?;
+        let paths = {
+            let patch = patch.clone();
+            ctx.blocking(move |ctx| {
+                touched_paths(&patch)
+                    .iter()
+                    .map(|p| Ok(ctx.resolve_allowed(p)?.path))
+                    .collect::<Result<Vec<_>, ToolError>>()
+            })
+            .await?
+        };
+        let _guards = ctx.env().locks().lock_all(&paths).await;
+        ctx.blocking(move |ctx| {
+            let plan = plan(&ctx, &patch)?;
+            apply(&ctx, &plan)?;
+            Ok(report(&plan))
+        })
+        .await
+    }
+}
+
+fn parse_patch(text: &str) -> Result<Patch, ToolError> {
+    parse(text).map_err(|e| {
+        ToolError::invalid(format!(
+            "{e}. The patch format is described in the tool description; nothing was changed"
+        ))
+    })
+}
+
+/// Every path the patch writes, in order (move destinations included).
+fn touched_paths(patch: &Patch) -> Vec<String> {
+    let mut paths = Vec::new();
+    for op in &patch.ops {
+        paths.push(op.path().to_owned());
+        if let FileOp::Update {
+            move_to: Some(dest),
+            ..
+        } = op
+        {
+            paths.push(dest.clone());
+        }
+    }
+    paths
+}
+
+/// What one file will become.
+struct FileChange {
+    loaded: Loaded,
+    /// The new content, or `None` to remove the file.
+    new: Option<String>,
+    action: Action,
+    levels: Vec<MatchLevel>,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+enum Action {
+    Added,
+    Updated,
+    Deleted,
+    /// The source half of a move (removed); the destination is an `Added` change after it.
+    MovedAway {
+        to: String,
+    },
+}
+
+impl FileChange {
+    fn letter(&self) -> char {
+        match self.action {
+            Action::Added => 'A',
+            Action::Updated => 'M',
+            Action::Deleted => 'D',
+            Action::MovedAway { .. } => 'R',
+        }
+    }
+
+    fn label(&self) -> String {
+        match &self.action {
+            Action::MovedAway { to } => format!("{} -> {to}", self.loaded.resolved.display()),
+            _ => self.loaded.resolved.display(),
+        }
+    }
+
+    fn diff(&self) -> (String, crate::text::DiffStats) {
+        let before = self.loaded.bytes.as_ref().map_or_else(String::new, |b| {
+            Document::decode(b.clone())
+                .map(|d| d.normalized().to_owned())
+                .unwrap_or_default()
+        });
+        let after = self.new.as_ref().map_or_else(String::new, |t| {
+            Document::from_text(t.clone()).normalized().to_owned()
+        });
+        if matches!(self.action, Action::MovedAway { .. }) {
+            return (String::new(), crate::text::DiffStats::default());
+        }
+        render_diff(&before, &after)
+    }
+}
+
+/// Loads every file and works out its new content; writes nothing.
+fn plan(ctx: &ToolContext, patch: &Patch) -> Result<Vec<FileChange>, ToolError> {
+    let mut changes: Vec<FileChange> = Vec::new();
+    let resolve =
+        |path: &str| -> Result<ResolvedPath, ToolError> { Ok(ctx.resolve_allowed(path)?) };
+    for op in &patch.ops {
+        let loaded = load(resolve(op.path())?)?;
+        let display = loaded.resolved.display();
+        if changes
+            .iter()
+            .any(|c| c.loaded.resolved.path == loaded.resolved.path)
+        {
+            return Err(ToolError::invalid(format!(
+                "the patch changes `{display}` twice; merge its hunks into one `Update File`"
+            )));
+        }
+        match op {
+            FileOp::Add { content, .. } => {
+                if loaded.exists() {
+                    return Err(ToolError::invalid(format!(
+                        "`{display}` already exists; to change it use `*** Update File: {}`",
+                        op.path()
+                    )));
+                }
+                changes.push(FileChange {
+                    loaded,
+                    new: Some(content.clone()),
+                    action: Action::Added,
+                    levels: Vec::new(),
+                });
+            }
+            FileOp::Delete { .. } => {
+                if !loaded.exists() {
+                    return Err(PathError::NotFound {
+                        path: display,
+                        hint: String::from("; nothing to delete"),
+                    }
+                    .into());
+                }
+                check_not_stale(ctx, &loaded)?;
+                changes.push(FileChange {
+                    loaded,
+                    new: None,
+                    action: Action::Deleted,
+                    levels: Vec::new(),
+                });
+            }
+            FileOp::Update { move_to, hunks, .. } => {
+                let Some(bytes) = &loaded.bytes else {
+                    return Err(PathError::NotFound {
+                        path: display,
+                        hint: String::from("; to create it use `*** Add File:`"),
+                    }
+                    .into());
+                };
+                check_not_stale(ctx, &loaded)?;
+                let doc = Document::decode(bytes.clone())
+                    .map_err(|e| ToolError::failed(format!("`{display}`: {e}")))?;
+                let (text, levels) = if hunks.is_empty() {
+                    (doc.original().to_owned(), Vec::new())
+                } else {
+                    apply_hunks(&doc, hunks).map_err(|e| {
+                        ToolError::failed(format!("`{display}`, {e}. Nothing was changed"))
+                    })?
+                };
+                match move_to {
+                    None => changes.push(FileChange {
+                        loaded,
+                        new: Some(text),
+                        action: Action::Updated,
+                        levels,
+                    }),
+                    Some(dest) => {
+                        let target = load(resolve(dest)?)?;
+                        let dest_display = target.resolved.display();
+                        if target.resolved.path != loaded.resolved.path && target.exists() {
+                            return Err(ToolError::invalid(format!(
+                                "cannot move to `{dest_display}`: it already exists"
+                            )));
+                        }
+                        changes.push(FileChange {
+                            loaded,
+                            new: None,
+                            action: Action::MovedAway { to: dest_display },
+                            levels: levels.clone(),
+                        });
+                        changes.push(FileChange {
+                            loaded: target,
+                            new: Some(text),
+                            action: Action::Added,
+                            levels,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(changes)
+}
+
+/// Writes every change; if one fails, restores the ones already written.
+fn apply(ctx: &ToolContext, plan: &[FileChange]) -> Result<(), ToolError> {
+    let journal = ctx.session().state::<Journal>();
+    let change = journal.begin();
+    // Moves write the destination before removing the source.
+    let mut order: Vec<&FileChange> = plan
+        .iter()
+        .filter(|c| !matches!(c.action, Action::MovedAway { .. }))
+        .collect();
+    order.extend(
+        plan.iter()
+            .filter(|c| matches!(c.action, Action::MovedAway { .. })),
+    );
+    let mut done: Vec<&FileChange> = Vec::new();
+    for file in order {
+        let result = (|| {
+            if !file.loaded.exists() {
+                create_parents(&file.loaded.resolved)?;
+            }
+            commit(
+                ctx,
+                ApplyPatchTool::NAME,
+                change,
+                &file.loaded,
+                file.new.as_deref().map(str::as_bytes),
+            )
+        })();
+        if let Err(err) = result {
+            let restored = rollback(ctx, &done);
+            journal.remove_change(change);
+            return Err(ToolError::failed(format!(
+                "writing `{}` failed: {err}. {}",
+                file.loaded.resolved.display(),
+                restored
+            )));
+        }
+        done.push(file);
+    }
+    Ok(())
+}
+
+/// Puts back what the files were before; says how that went.
+fn rollback(ctx: &ToolContext, done: &[&FileChange]) -> String {
+    let mut failed = Vec::new();
+    for file in done.iter().rev() {
+        let resolved = &file.loaded.resolved;
+        let result = match &file.loaded.bytes {
+            Some(bytes) => write_atomic(resolved, bytes, file.loaded.ownership).map(|_| ()),
+            None => remove_file(resolved),
+        };
+        match result {
+            Ok(()) => ctx.session().files().forget(&resolved.path),
+            Err(err) => failed.push(format!("`{}` ({err})", resolved.display())),
+        }
+    }
+    if failed.is_empty() {
+        String::from("Nothing was changed: the files already written were restored.")
+    } else {
+        format!(
+            "Some files could not be restored and differ from before: {}",
+            failed.join(", ")
+        )
+    }
+}
+
+fn report(plan: &[FileChange]) -> ToolOutput {
+    let mut summary = format!(
+        "Applied the patch: {} file{} changed.\n",
+        plan.len(),
+        if plan.len() == 1 { "" } else { "s" }
+    );
+    let mut diffs = String::new();
+    let mut files = Vec::new();
+    for change in plan {
+        let (diff, stats) = change.diff();
+        let levels: Vec<&str> = change.levels.iter().map(|l| l.describe()).collect();
+        let mut distinct = levels.clone();
+        distinct.dedup();
+        let how = if distinct.is_empty() || distinct == ["exact match"] {
+            String::new()
+        } else {
+            format!("; {}", distinct.join("; "))
+        };
+        let _ = writeln!(
+            summary,
+            "{} {} (+{} -{}{how})",
+            change.letter(),
+            change.label(),
+            stats.added,
+            stats.removed
+        );
+        if !diff.is_empty() {
+            let _ = writeln!(diffs, "--- {}", change.loaded.resolved.display());
+            diffs.push_str(&diff);
+        }
+        let hash = change
+            .new
+            .as_ref()
+            .map(|t| crate::fs::ContentHash::of(t.as_bytes()).to_string());
+        let (action, moved_to) = match &change.action {
+            Action::Added => ("added", None),
+            Action::Updated => ("updated", None),
+            Action::Deleted => ("deleted", None),
+            Action::MovedAway { to } => ("moved", Some(to.clone())),
+        };
+        files.push(json!({
+            "path": change.loaded.resolved.display(),
+            "action": action,
+            "moved_to": moved_to,
+            "hash": hash,
+            "added": stats.added,
+            "removed": stats.removed,
+            "match_levels": change.levels,
+        }));
+    }
+    let text = if diffs.is_empty() {
+        summary
+    } else {
+        format!("{summary}\n{diffs}")
+    };
+    ToolOutput::text(text)
+        .with_title("apply_patch")
+        .with_structured(json!({ "files": files }))
+}
+
+#[cfg(test)]
+#[path = "apply_patch_tests.rs"]
+mod tests;

@@ -1,0 +1,154 @@
+//! `write`: create or replace a whole file, atomically.
+
+use std::borrow::Cow;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::edit::{change_schema, preview_text};
+use crate::context::{AccessKind, ToolContext, ToolEnv};
+use crate::error::ToolError;
+use crate::fs::{Journal, Loaded, check_fresh, commit, create_parents, load};
+use crate::permission::{Access, Permission};
+use crate::text::{Document, in_style_of, render_diff};
+use crate::tool::{JsonObject, Tool, ToolFlags, ToolOutput};
+
+const DESCRIPTION: &str = include_str!("write.md");
+
+/// Arguments of `write`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteArgs {
+    /// The file to write: absolute, or relative to the first root folder.
+    pub path: String,
+    /// The whole new content.
+    pub content: String,
+    /// The hash `read` reported; replacing is refused if the file changed since.
+    pub expected_hash: Option<String>,
+}
+
+/// The `write` tool.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct WriteTool;
+
+impl Tool for WriteTool {
+    type Args = WriteArgs;
+    const NAME: &'static str = "write";
+    const TITLE: &'static str = "Write file";
+
+    fn description(&self, _env: &ToolEnv) -> Cow<'static, str> {
+        DESCRIPTION.into()
+    }
+
+    fn flags(&self, _args: Option<&WriteArgs>) -> ToolFlags {
+        ToolFlags {
+            idempotent: true,
+            ..ToolFlags::MUTATING
+        }
+    }
+
+    fn output_schema(&self) -> Option<JsonObject> {
+        Some(change_schema())
+    }
+
+    async fn accesses(
+        &self,
+        args: &WriteArgs,
+        ctx: &ToolContext,
+    ) -> Result<Vec<Access>, ToolError> {
+        Ok(vec![ctx.path_access(&args.path, AccessKind::Write).await?])
+    }
+
+    async fn permission(
+        &self,
+        args: &WriteArgs,
+        ctx: &ToolContext,
+    ) -> Result<Permission, ToolError> {
+        let accesses = self.accesses(args, ctx).await?;
+        let permission = ctx
+            .policy()
+            .judge(Self::NAME, ToolFlags::MUTATING, &accesses, ctx);
+        let Permission::Ask(mut request) = permission else {
+            return Ok(permission);
+        };
+        let args = args.clone();
+        let (detail, path, hash) = ctx
+            .blocking(move |ctx| {
+                let loaded = load(ctx.resolve(&args.path)?)?;
+                check_fresh(&ctx, &loaded, args.expected_hash.as_deref())?;
+                let (before, after) = contents(&loaded, &args.content);
+                let (diff, _) = render_diff(&before, Document::from_text(after).normalized());
+                Ok((
+                    preview_text(&diff),
+                    loaded.resolved.path.clone(),
+                    loaded.hash,
+                ))
+            })
+            .await?;
+        ctx.bind_preview(&path, hash);
+        request.detail = Some(detail);
+        Ok(Permission::Ask(request))
+    }
+
+    async fn execute(&self, args: WriteArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let resolved = {
+            let path = args.path.clone();
+            ctx.blocking(move |ctx| Ok(ctx.resolve_allowed(&path)?))
+                .await?
+        };
+        let _guard = ctx.env().locks().lock(&resolved.path).await;
+        ctx.blocking(move |ctx| {
+            let loaded = load(resolved)?;
+            check_fresh(&ctx, &loaded, args.expected_hash.as_deref())?;
+            let created = !loaded.exists();
+            let (before, after) = contents(&loaded, &args.content);
+            let display = loaded.resolved.display();
+            if !created && loaded.bytes.as_deref() == Some(after.as_bytes()) {
+                let hash = loaded.hash.map(|h| h.to_string()).unwrap_or_default();
+                return Ok(ToolOutput::text(format!("`{display}` already has this content; nothing was written. Hash {hash}.")));
+            }
+            if created {
+                create_parents(&loaded.resolved)?;
+            }
+            let change = ctx.session().state::<Journal>().begin();
+            let hash = commit(&ctx, WriteTool::NAME, change, &loaded, Some(after.as_bytes()))?;
+            let hash = hash.map(|h| h.to_string()).unwrap_or_default();
+            let after_doc = Document::from_text(after);
+            let (diff, stats) = render_diff(&before, after_doc.normalized());
+            let lines = after_doc.normalized().lines().count();
+            let bytes = after_doc.original().len();
+            let text = if created {
+                format!("Created `{display}` ({lines} lines, {bytes} bytes). Hash {hash}.")
+            } else {
+                format!("Replaced `{display}` ({lines} lines, {bytes} bytes; +{} -{} lines). New hash {hash}.\n{diff}", stats.added, stats.removed)
+            };
+            Ok(ToolOutput::text(text).with_title(display.clone()).with_structured(json!({
+                "path": display,
+                "hash": hash,
+                "created": created,
+                "replacements": 0,
+                "match_levels": [],
+                "added": stats.added,
+                "removed": stats.removed,
+            })))
+        })
+        .await
+    }
+}
+
+/// The old text (normalized, for the diff) and the new bytes to write: for an existing UTF-8
+/// file, the content in that file's line-ending and BOM style.
+fn contents(loaded: &Loaded, content: &str) -> (String, String) {
+    match &loaded.bytes {
+        None => (String::new(), content.to_owned()),
+        Some(bytes) => match Document::decode(bytes.clone()) {
+            Ok(old) => (old.normalized().to_owned(), in_style_of(&old, content)),
+            // Replacing a non-UTF-8 file with text is allowed; there is no style to keep.
+            Err(_) => (
+                String::from("(binary or non-UTF-8 content)\n"),
+                content.to_owned(),
+            ),
+        },
+    }
+}
