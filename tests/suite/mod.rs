@@ -1,3 +1,5 @@
+mod crash;
+mod file_tools;
 mod initialize;
 mod protocol;
 mod read_ls;

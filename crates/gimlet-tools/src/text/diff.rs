@@ -1,8 +1,17 @@
 //! Unified diffs with line numbers, for the results of the file tools.
+//!
+//! Only the part that changed is diffed: common leading and trailing lines are skipped first
+//! (an edit of a 10 MB file diffs a few lines), and a middle too large to show line by line is
+//! summarized instead of spending seconds on a diff nobody reads.
 
 use std::fmt::Write as _;
 
 use similar::{ChangeTag, TextDiff};
+
+/// Lines of context around each change.
+const CONTEXT: usize = 3;
+/// Changed lines (both sides) beyond which the diff is summarized.
+const MAX_DIFF_LINES: usize = 20_000;
 
 /// Lines added and removed by a change.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -13,16 +22,74 @@ pub struct DiffStats {
     pub removed: usize,
 }
 
+/// Byte offsets of line starts, plus the end.
+fn line_starts(text: &str) -> Vec<usize> {
+    let mut starts = vec![0];
+    starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
+    if *starts.last().unwrap_or(&0) != text.len() {
+        starts.push(text.len());
+    }
+    starts
+}
+
+/// Line `i` of `text`, its newline included.
+fn line<'a>(text: &'a str, starts: &[usize], i: usize) -> &'a str {
+    &text[starts[i]..starts[i + 1]]
+}
+
 /// A unified diff of two texts (`\n` breaks), 3 lines of context, each line numbered: context
 /// and added lines by their new number, removed lines by their old one.
 pub fn render_diff(before: &str, after: &str) -> (String, DiffStats) {
+    let (old, new) = (line_starts(before), line_starts(after));
+    let (old_lines, new_lines) = (old.len() - 1, new.len() - 1);
+    let mut prefix = 0;
+    while prefix < old_lines.min(new_lines)
+        && line(before, &old, prefix) == line(after, &new, prefix)
+    {
+        prefix += 1;
+    }
+    let mut suffix = 0;
+    while suffix < (old_lines - prefix).min(new_lines - prefix)
+        && line(before, &old, old_lines - 1 - suffix) == line(after, &new, new_lines - 1 - suffix)
+    {
+        suffix += 1;
+    }
+    let (old_mid, new_mid) = (old_lines - prefix - suffix, new_lines - prefix - suffix);
+    if old_mid == 0 && new_mid == 0 {
+        return (String::new(), DiffStats::default());
+    }
+    if old_mid + new_mid > MAX_DIFF_LINES {
+        let text = format!(
+            "@@ -{},{old_mid} +{},{new_mid} @@\n({old_mid} lines replaced by {new_mid} lines; too many to show line by line)\n",
+            prefix + 1,
+            prefix + 1
+        );
+        return (
+            text,
+            DiffStats {
+                added: new_mid,
+                removed: old_mid,
+            },
+        );
+    }
+    // Diff the changed middle with its context around it.
+    let first = prefix.saturating_sub(CONTEXT);
+    let old_end = (old_lines - suffix + CONTEXT).min(old_lines);
+    let new_end = (new_lines - suffix + CONTEXT).min(new_lines);
+    let before_part = &before[old[first]..old[old_end]];
+    let after_part = &after[new[first]..new[new_end]];
+    render_part(before_part, after_part, first)
+}
+
+/// Diffs two slices whose first line is line `offset + 1` of both files.
+fn render_part(before: &str, after: &str, offset: usize) -> (String, DiffStats) {
     let diff = TextDiff::configure()
         .algorithm(similar::Algorithm::Myers)
-        .timeout(std::time::Duration::from_secs(2))
+        .timeout(std::time::Duration::from_millis(500))
         .diff_lines(before, after);
     let mut out = String::new();
     let mut stats = DiffStats::default();
-    for group in diff.grouped_ops(3) {
+    for group in diff.grouped_ops(CONTEXT) {
         let (Some(first), Some(last)) = (group.first(), group.last()) else {
             continue;
         };
@@ -31,9 +98,9 @@ pub fn render_diff(before: &str, after: &str) -> (String, DiffStats) {
         let _ = writeln!(
             out,
             "@@ -{},{} +{},{} @@",
-            old.start + 1,
+            offset + old.start + 1,
             old.len(),
-            new.start + 1,
+            offset + new.start + 1,
             new.len()
         );
         for op in &group {
@@ -49,7 +116,7 @@ pub fn render_diff(before: &str, after: &str) -> (String, DiffStats) {
                         ('+', change.new_index())
                     }
                 };
-                let number = number.map_or(0, |n| n + 1);
+                let number = number.map_or(0, |n| offset + n + 1);
                 let text = change.value().strip_suffix('\n').unwrap_or(change.value());
                 let _ = writeln!(out, "{sign}{number:>6}  {text}");
             }
@@ -61,6 +128,7 @@ pub fn render_diff(before: &str, after: &str) -> (String, DiffStats) {
 #[cfg(test)]
 mod tests {
     use insta::assert_snapshot;
+    use pretty_assertions::assert_eq;
 
     use super::*;
 
@@ -91,10 +159,61 @@ mod tests {
     }
 
     #[test]
-    fn no_change_no_diff() {
+    fn line_numbers_stay_right_far_into_a_big_file() {
+        let before: String = (1..=100_000).map(|i| format!("{i}\n")).collect();
+        let after = before.replace("\n50000\n", "\nfifty thousand\n");
+        let (diff, stats) = render_diff(&before, &after);
+        assert_eq!(
+            stats,
+            DiffStats {
+                added: 1,
+                removed: 1
+            }
+        );
+        assert!(
+            diff.starts_with("@@ -49997,7 +49997,7 @@\n  49997  49997\n"),
+            "{diff}"
+        );
+        assert!(
+            diff.contains("- 50000  50000\n+ 50000  fifty thousand\n"),
+            "{diff}"
+        );
+    }
+
+    #[test]
+    fn huge_rewrites_are_summarized() {
+        let before = "a\n".repeat(30_000);
+        let after = "b\n".repeat(30_000);
+        let (diff, stats) = render_diff(&before, &after);
+        assert_eq!(
+            stats,
+            DiffStats {
+                added: 30_000,
+                removed: 30_000
+            }
+        );
+        assert!(diff.contains("too many to show line by line"), "{diff}");
+    }
+
+    #[test]
+    fn no_change_no_diff_and_edges() {
         assert_eq!(
             render_diff("same\n", "same\n"),
             (String::new(), DiffStats::default())
+        );
+        assert_eq!(
+            render_diff("", "new\n").1,
+            DiffStats {
+                added: 1,
+                removed: 0
+            }
+        );
+        assert_eq!(
+            render_diff("a\nb", "a\nb\n").1,
+            DiffStats {
+                added: 1,
+                removed: 1
+            }
         );
     }
 }

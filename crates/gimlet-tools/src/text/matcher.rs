@@ -99,7 +99,12 @@ pub fn find_replacement(
             0 => {}
             1 => return Ok(exact(&hits, old, new)),
             _ if replace_all => {
-                let disjoint: Vec<usize> = text.match_indices(old).map(|(i, _)| i).collect();
+                let mut disjoint: Vec<usize> = Vec::with_capacity(hits.len());
+                for &hit in &hits {
+                    if disjoint.last().is_none_or(|&last| hit >= last + old.len()) {
+                        disjoint.push(hit);
+                    }
+                }
                 return Ok(exact(&disjoint, old, new));
             }
             count => {
@@ -140,9 +145,10 @@ pub fn find_replacement(
 
 /// Every start of `needle` in `text`, overlapping ones included.
 fn occurrences(text: &str, needle: &str) -> Vec<usize> {
+    let finder = memchr::memmem::Finder::new(needle.as_bytes());
     let mut hits = Vec::new();
     let mut from = 0;
-    while let Some(i) = text[from..].find(needle) {
+    while let Some(i) = finder.find(&text.as_bytes()[from..]) {
         let at = from + i;
         hits.push(at);
         // Continue after the first character of this hit.
@@ -246,7 +252,10 @@ pub(crate) fn find_windows(
     if k == 0 || from + k > lines.len() || old_lines.iter().all(|l| l.trim().is_empty()) {
         return Vec::new();
     }
-    let old_norm: Vec<String> = old_lines.iter().map(|l| normalize_line(l, level)).collect();
+    let old_norm: Vec<String> = old_lines
+        .iter()
+        .map(|l| normalize_line(l, level).into_owned())
+        .collect();
     let old_indent = common_indent(&old_norm);
     let old_cmp: Vec<&str> = old_norm
         .iter()
@@ -265,7 +274,7 @@ pub(crate) fn find_windows(
             continue;
         }
         let window: Vec<String> = (first..first + k)
-            .map(|i| normalize_line(lines.line(i), level))
+            .map(|i| normalize_line(lines.line(i), level).into_owned())
             .collect();
         let file_indent = common_indent(&window);
         let same = window
@@ -284,16 +293,17 @@ pub(crate) fn find_windows(
     found
 }
 
-/// The form a line is compared in at a level.
-fn normalize_line(line: &str, level: MatchLevel) -> String {
-    if level == MatchLevel::Exact {
-        return line.to_owned();
-    }
-    let trimmed = line.trim_end();
-    if level >= MatchLevel::Punctuation {
-        trimmed.chars().map(plain_punctuation).collect()
-    } else {
-        trimmed.to_owned()
+/// The form a line is compared in at a level (allocating only to normalize punctuation).
+fn normalize_line(line: &str, level: MatchLevel) -> std::borrow::Cow<'_, str> {
+    match level {
+        MatchLevel::Exact => line.into(),
+        MatchLevel::TrailingWhitespace | MatchLevel::Indentation => line.trim_end().into(),
+        MatchLevel::Punctuation => line
+            .trim_end()
+            .chars()
+            .map(plain_punctuation)
+            .collect::<String>()
+            .into(),
     }
 }
 

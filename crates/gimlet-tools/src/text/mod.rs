@@ -57,8 +57,9 @@ pub struct EncodingError {
 pub struct Document {
     /// The original text (BOM included).
     original: String,
-    /// The text matched against: BOM removed, `\r\n` as `\n`.
-    normalized: String,
+    /// The text matched against: BOM removed, `\r\n` as `\n`; `None` when that is the
+    /// original itself (no BOM, no CRLF), so big LF files are not held twice.
+    normalized: Option<String>,
     /// Normalized offsets of the `\n`s that were `\r\n` in the original, ascending.
     crlf_at: Vec<usize>,
     bom: bool,
@@ -97,16 +98,22 @@ impl Document {
         } else {
             &original[..]
         };
-        let mut normalized = String::with_capacity(body.len());
         let mut crlf_at = Vec::new();
-        let mut rest = body;
-        while let Some(i) = rest.find("\r\n") {
-            normalized.push_str(&rest[..i]);
-            crlf_at.push(normalized.len());
-            normalized.push('\n');
-            rest = &rest[i + 2..];
-        }
-        normalized.push_str(rest);
+        let finder = memchr::memmem::Finder::new("\r\n");
+        let normalized = if !bom && finder.find(body.as_bytes()).is_none() {
+            None
+        } else {
+            let mut normalized = String::with_capacity(body.len());
+            let mut copied = 0;
+            for at in finder.find_iter(body.as_bytes()) {
+                normalized.push_str(&body[copied..at]);
+                crlf_at.push(normalized.len());
+                normalized.push('\n');
+                copied = at + 2;
+            }
+            normalized.push_str(&body[copied..]);
+            Some(normalized)
+        };
         Self {
             original,
             normalized,
@@ -122,7 +129,7 @@ impl Document {
 
     /// The normalized text: no BOM, `\n` line endings.
     pub fn normalized(&self) -> &str {
-        &self.normalized
+        self.normalized.as_deref().unwrap_or(&self.original)
     }
 
     /// Whether the file starts with a UTF-8 BOM.
@@ -132,7 +139,7 @@ impl Document {
 
     /// The ending most lines use (`\n` when there are none or it is a tie).
     pub fn dominant_ending(&self) -> Ending {
-        let newlines = memchr::memchr_iter(b'\n', self.normalized.as_bytes()).count();
+        let newlines = memchr::memchr_iter(b'\n', self.normalized().as_bytes()).count();
         if self.crlf_at.len() * 2 > newlines {
             Ending::CrLf
         } else {
@@ -168,12 +175,8 @@ impl Document {
 
     /// The 1-based line of a normalized offset.
     pub fn line_of(&self, normalized: usize) -> usize {
-        memchr::memchr_iter(
-            b'\n',
-            &self.normalized.as_bytes()[..normalized.min(self.normalized.len())],
-        )
-        .count()
-            + 1
+        let text = self.normalized().as_bytes();
+        memchr::memchr_iter(b'\n', &text[..normalized.min(text.len())]).count() + 1
     }
 }
 
@@ -218,7 +221,7 @@ pub struct Applied {
 /// Applies edits in order, each to the result of the one before. All or nothing: the error
 /// gives the index of the edit that failed.
 pub fn apply_edits(doc: &Document, edits: &[EditSpec<'_>]) -> Result<Applied, (usize, MatchError)> {
-    let mut current = doc.clone();
+    let mut current: std::borrow::Cow<'_, Document> = std::borrow::Cow::Borrowed(doc);
     let mut levels = Vec::with_capacity(edits.len());
     let mut replacements = 0;
     for (index, edit) in edits.iter().enumerate() {
@@ -228,10 +231,10 @@ pub fn apply_edits(doc: &Document, edits: &[EditSpec<'_>]) -> Result<Applied, (u
             find_replacement(&current, &old, &new, edit.replace_all).map_err(|e| (index, e))?;
         replacements += found.edits.len();
         levels.push(found.level);
-        current = Document::from_text(current.replace(&found.edits));
+        current = std::borrow::Cow::Owned(Document::from_text(current.replace(&found.edits)));
     }
     Ok(Applied {
-        text: current.original,
+        text: current.into_owned().original,
         levels,
         replacements,
     })

@@ -288,6 +288,8 @@ fn plan(ctx: &ToolContext, patch: &Patch) -> Result<Vec<FileChange>, ToolError> 
                     (doc.original().to_owned(), Vec::new())
                 } else {
                     apply_hunks(&doc, hunks).map_err(|e| {
+                        let e = e.to_string();
+                        let e = e.trim_end_matches('.');
                         ToolError::failed(format!("`{display}`, {e}. Nothing was changed"))
                     })?
                 };

@@ -133,8 +133,10 @@ pub(crate) fn change_schema() -> JsonObject {
 /// What a change computes before anything is written.
 pub(crate) struct Planned {
     pub(crate) loaded: Loaded,
-    pub(crate) before: String,
-    pub(crate) after: String,
+    /// The file as it is (`None` when it does not exist).
+    pub(crate) before: Option<Document>,
+    /// The file as it will be.
+    pub(crate) after: Document,
     pub(crate) levels: Vec<MatchLevel>,
     pub(crate) replacements: usize,
 }
@@ -152,9 +154,7 @@ pub(crate) fn plan_edits(loaded: Loaded, edits: &[OwnedEdit]) -> Result<Planned,
         ),
         None => None,
     };
-    let before = existing
-        .as_ref()
-        .map_or_else(String::new, |d| d.normalized().to_owned());
+
     let creates = edits.first().is_some_and(|e| e.old_string.is_empty());
     let (start, rest) = match (&existing, creates) {
         (None, false) => {
@@ -169,14 +169,14 @@ pub(crate) fn plan_edits(loaded: Loaded, edits: &[OwnedEdit]) -> Result<Planned,
                  text to replace into `old_string` (use `write` to replace the whole file)"
             )));
         }
-        (Some(doc), false) => (doc.clone(), edits),
+        (Some(doc), false) => (std::borrow::Cow::Borrowed(doc), edits),
         (_, true) => {
             let mut doc = Document::from_text(edits[0].new_string.clone());
             if let Some(existing) = &existing {
                 // An empty file that had a BOM keeps it.
                 doc = Document::from_text(crate::text::in_style_of(existing, &edits[0].new_string));
             }
-            (doc, &edits[1..])
+            (std::borrow::Cow::Owned(doc), &edits[1..])
         }
     };
     let specs: Vec<EditSpec<'_>> = rest
@@ -197,8 +197,8 @@ pub(crate) fn plan_edits(loaded: Loaded, edits: &[OwnedEdit]) -> Result<Planned,
     levels.extend(applied.levels);
     Ok(Planned {
         loaded,
-        before,
-        after: applied.text,
+        before: existing,
+        after: Document::from_text(applied.text),
         levels,
         replacements: applied.replacements + usize::from(creates),
     })
@@ -241,7 +241,7 @@ pub(crate) async fn edit_file(
             tool,
             change,
             &planned.loaded,
-            Some(planned.after.as_bytes()),
+            Some(planned.after.original().as_bytes()),
         )?;
         Ok(report(&planned, hash, created))
     })
@@ -255,8 +255,9 @@ pub(crate) fn report(
     created: bool,
 ) -> ToolOutput {
     let display = planned.loaded.resolved.display();
-    let after = Document::from_text(planned.after.clone());
-    let (diff, stats) = render_diff(&planned.before, after.normalized());
+    let after = &planned.after;
+    let before = planned.before.as_ref().map_or("", Document::normalized);
+    let (diff, stats) = render_diff(before, after.normalized());
     let hash_text = hash.map_or_else(String::new, |h| h.to_string());
     let levels: Vec<&str> = planned.levels.iter().map(|l| l.describe()).collect();
     let mut distinct = levels.clone();
@@ -317,8 +318,8 @@ pub(crate) async fn judge_with_preview(
             let bound = (loaded.resolved.path.clone(), loaded.hash);
             let planned = plan_edits(loaded, &edits)?;
             let (diff, _) = render_diff(
-                &planned.before,
-                Document::from_text(planned.after).normalized(),
+                planned.before.as_ref().map_or("", Document::normalized),
+                planned.after.normalized(),
             );
             Ok((preview_text(&diff), bound))
         })
