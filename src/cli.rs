@@ -113,12 +113,15 @@ pub(crate) async fn call(
             for content in &output.content {
                 match content {
                     Content::Text(text) => out.write_all(text.as_bytes())?,
+                    Content::Long(long) => out.write_all(long.head.as_bytes())?,
                     Content::Image { data, mime_type } => {
                         write!(out, "[{mime_type} image, {} bytes]", data.len())?;
                     }
                     Content::ResourceLink { .. } => continue,
                 }
-                if !matches!(content, Content::Text(t) if t.ends_with('\n')) {
+                if !matches!(content, Content::Text(t) if t.ends_with('\n'))
+                    && !matches!(content, Content::Long(l) if l.head.ends_with('\n'))
+                {
                     writeln!(out)?;
                 }
             }
@@ -148,6 +151,7 @@ pub(crate) async fn call(
 fn content_json(content: &Content) -> serde_json::Value {
     match content {
         Content::Text(text) => serde_json::json!({"type": "text", "text": text}),
+        Content::Long(long) => serde_json::json!({"type": "text", "text": long.head}),
         Content::Image { data, mime_type } => {
             serde_json::json!({"type": "image", "mimeType": mime_type, "bytes": data.len()})
         }

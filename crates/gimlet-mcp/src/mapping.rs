@@ -47,6 +47,8 @@ pub(crate) fn success(output: ToolOutput) -> CallToolResult {
     for content in output.content {
         blocks.push(match content {
             Content::Text(text) => ContentBlock::text(text),
+            // The pipeline turns long texts into text; keep the head if one slips through.
+            Content::Long(long) => ContentBlock::text(long.head),
             Content::Image { data, mime_type } => ContentBlock::image(
                 base64::engine::general_purpose::STANDARD.encode(data),
                 mime_type,

@@ -354,6 +354,22 @@ pub struct ProgressUpdate {
     pub metadata: Option<Value>,
 }
 
+impl ProgressUpdate {
+    /// "`done` of `total`" progress with a message.
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "progress counts are far below 2^52"
+    )]
+    pub fn counted(message: impl Into<String>, done: usize, total: usize) -> Self {
+        Self {
+            message: Some(message.into()),
+            progress: Some(done as f64),
+            total: Some(total as f64),
+            ..Self::default()
+        }
+    }
+}
+
 /// Receives progress updates. The MCP layer turns them into `notifications/progress`.
 pub trait ProgressSink: Send + Sync {
     /// Reports one update. Must not block.

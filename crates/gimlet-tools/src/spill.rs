@@ -61,19 +61,22 @@ impl SpillStore {
 
     /// Saves a full output and returns where it went.
     pub fn save(&self, text: &str) -> io::Result<SpillFile> {
+        let (mut file, mut spill) = self.create()?;
+        file.write_all(text.as_bytes())?;
+        spill.size = text.len() as u64;
+        Ok(spill)
+    }
+
+    /// Creates an empty spill file to stream into; the caller sets `size` when done.
+    pub fn create(&self) -> io::Result<(fs::File, SpillFile)> {
         let id = random_id()?;
         let path = self.dir.join(format!("{id}.txt"));
-        let mut file = fs::OpenOptions::new()
+        let file = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
             .open(&path)?;
-        file.write_all(text.as_bytes())?;
-        Ok(SpillFile {
-            id,
-            path,
-            size: text.len() as u64,
-        })
+        Ok((file, SpillFile { id, path, size: 0 }))
     }
 
     /// The file of an id, if the id is well-formed and the file exists.

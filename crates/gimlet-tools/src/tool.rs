@@ -125,6 +125,9 @@ pub enum Content {
         /// Its MIME type.
         mime_type: String,
     },
+    /// Text that may be larger than memory (see [`crate::output`]); the truncation stage turns
+    /// it into [`Content::Text`].
+    Long(crate::output::LongText),
     /// A link to a resource the client can read back (e.g. a spilled full output).
     ResourceLink {
         /// The resource's URI, e.g. `gimlet://output/<id>`.
@@ -194,6 +197,7 @@ impl ToolOutput {
             .iter()
             .filter_map(|c| match c {
                 Content::Text(t) => Some(t.as_str()),
+                Content::Long(long) => Some(long.head.as_str()),
                 Content::Image { .. } | Content::ResourceLink { .. } => None,
             })
             .collect();

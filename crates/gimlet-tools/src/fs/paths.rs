@@ -506,6 +506,25 @@ impl ResolvedPath {
         result.map_err(|e| self.map_open_error(e))
     }
 
+    /// Opens `rel` below this directory (beneath its root when inside one), following no
+    /// symlink. Used to open the files a walk found.
+    pub fn open_child(&self, rel: &Path, flags: OFlags) -> Result<OwnedFd, rustix::io::Errno> {
+        // `join("")` would append a `/`: the empty path is this path itself.
+        let join = |base: &Path| {
+            if rel.as_os_str().is_empty() {
+                base.to_owned()
+            } else {
+                base.join(rel)
+            }
+        };
+        match &self.location {
+            Location::Inside { root, relative, .. } => {
+                open_beneath(root.fd(), &join(relative), flags, Mode::empty())
+            }
+            Location::Outside => open_exact(&join(&self.path), flags, Mode::empty()),
+        }
+    }
+
     /// Maps an error from opening this path to a [`PathError`] that says what to do.
     pub fn map_open_error(&self, err: rustix::io::Errno) -> PathError {
         match err {

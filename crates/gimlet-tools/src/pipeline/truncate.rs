@@ -6,6 +6,7 @@
 //! when it removed something. [`apply`] saves the full text to a spill file and writes the
 //! notice: how much was cut, where the full output is, and what to do next.
 
+use crate::output::LongText;
 use crate::spill::{SpillFile, SpillStore};
 use crate::tool::{Content, OutputLimits, ToolOutput, TruncationMode};
 
@@ -164,7 +165,8 @@ fn floor_char_boundary(s: &str, index: usize) -> usize {
 }
 
 /// Truncates every text block of an output, saving the full text and adding a notice and a
-/// resource link when anything was cut.
+/// resource link when anything was cut. A [`Content::Long`] already has its spill file; its
+/// kept ends are cut to the limits the same way.
 pub(super) fn apply(
     mut output: ToolOutput,
     limits: OutputLimits,
@@ -172,37 +174,181 @@ pub(super) fn apply(
 ) -> ToolOutput {
     let mut links = Vec::new();
     for block in &mut output.content {
-        let Content::Text(text) = block else { continue };
-        let (kept, Some(cut)) = truncate_text(text, limits) else {
-            continue;
-        };
-        let saved = spill.save(text);
-        let notice = notice(limits, &cut, saved.as_ref().ok(), output.first_line);
-        if let Err(err) = &saved {
-            tracing::warn!("could not save the full output: {err}");
-        }
-        *text = match limits.mode {
-            TruncationMode::Tail => format!("{notice}\n\n{kept}"),
-            TruncationMode::Head | TruncationMode::HeadTail => {
-                let separator = if kept.ends_with('\n') { "\n" } else { "\n\n" };
-                format!("{kept}{separator}{notice}")
+        let (shown, truncation) = match block {
+            Content::Text(text) => {
+                let (kept, Some(cut)) = truncate_text(text, limits) else {
+                    continue;
+                };
+                let saved = spill.save(text);
+                if let Err(err) = &saved {
+                    tracing::warn!("could not save the full output: {err}");
+                }
+                (
+                    kept,
+                    Truncation {
+                        mode: limits.mode,
+                        cut,
+                        spill: saved.ok(),
+                    },
+                )
             }
+            Content::Long(long) => match cut_long(long, limits) {
+                Some(cut) => cut,
+                None => {
+                    *block = Content::Text(std::mem::take(&mut long.head));
+                    continue;
+                }
+            },
+            Content::Image { .. } | Content::ResourceLink { .. } => continue,
         };
-        if let Ok(file) = &saved {
+        let notice = notice(
+            limits,
+            &truncation.cut,
+            truncation.spill.as_ref(),
+            output.first_line,
+        );
+        *block = Content::Text(match limits.mode {
+            TruncationMode::Tail => format!("{notice}\n\n{shown}"),
+            TruncationMode::Head | TruncationMode::HeadTail => {
+                let separator = if shown.ends_with('\n') { "\n" } else { "\n\n" };
+                format!("{shown}{separator}{notice}")
+            }
+        });
+        if let Some(file) = &truncation.spill {
             links.push(Content::ResourceLink {
                 uri: file.uri(),
                 name: format!("full output ({} bytes)", file.size),
                 size: Some(file.size),
             });
         }
-        output.truncated = Some(Truncation {
-            mode: limits.mode,
-            cut,
-            spill: saved.ok(),
-        });
+        output.truncated = Some(truncation);
     }
     output.content.extend(links);
     output
+}
+
+/// The shown part of a large output, or `None` when it fits whole.
+fn cut_long(long: &mut LongText, limits: OutputLimits) -> Option<(String, Truncation)> {
+    if long.spill.is_none() && long.tail.is_empty() {
+        let (kept, cut) = truncate_text(&long.head, limits);
+        let cut = cut?;
+        return Some((
+            kept,
+            Truncation {
+                mode: limits.mode,
+                cut,
+                spill: None,
+            },
+        ));
+    }
+    let total_lines = usize::try_from(long.total_lines).unwrap_or(usize::MAX);
+    let total_bytes = usize::try_from(long.total_bytes).unwrap_or(usize::MAX);
+    // Cut each kept end as if it were the whole text, then report the real totals.
+    let force = |text: &str, mode| {
+        let limits = OutputLimits { mode, ..limits };
+        let (kept, cut) = truncate_text(text, limits);
+        (
+            kept,
+            cut.unwrap_or(Cut {
+                total_lines: 0,
+                total_bytes: 0,
+                head_lines: text.split_inclusive('\n').count(),
+                tail_lines: text.split_inclusive('\n').count(),
+                kept_bytes: text.len(),
+                partial_line: false,
+            }),
+        )
+    };
+    let (shown, cut) = match limits.mode {
+        TruncationMode::Head => {
+            let (kept, cut) = force(&long.head, TruncationMode::Head);
+            (
+                kept,
+                Cut {
+                    tail_lines: 0,
+                    ..cut
+                },
+            )
+        }
+        TruncationMode::Tail => {
+            let (kept, cut) = force(&long.tail, TruncationMode::Tail);
+            (
+                kept,
+                Cut {
+                    head_lines: 0,
+                    ..cut
+                },
+            )
+        }
+        TruncationMode::HeadTail => head_and_tail(long, limits, total_lines, total_bytes),
+    };
+    let cut = Cut {
+        total_lines,
+        total_bytes,
+        ..cut
+    };
+    Some((
+        shown,
+        Truncation {
+            mode: limits.mode,
+            cut,
+            spill: long.spill.take(),
+        },
+    ))
+}
+
+/// The kept head and tail of a large output with a marker between, for head+tail mode.
+fn head_and_tail(
+    long: &LongText,
+    limits: OutputLimits,
+    total_lines: usize,
+    total_bytes: usize,
+) -> (String, Cut) {
+    let half = OutputLimits {
+        max_lines: limits.max_lines / 2,
+        max_bytes: limits.max_bytes / 2,
+        ..limits
+    };
+    let (head, head_cut) = truncate_text(
+        &long.head,
+        OutputLimits {
+            mode: TruncationMode::Head,
+            ..half
+        },
+    );
+    let (tail, tail_cut) = truncate_text(
+        &long.tail,
+        OutputLimits {
+            mode: TruncationMode::Tail,
+            ..half
+        },
+    );
+    let head_lines =
+        head_cut.map_or_else(|| long.head.split_inclusive('\n').count(), |c| c.head_lines);
+    let tail_lines =
+        tail_cut.map_or_else(|| long.tail.split_inclusive('\n').count(), |c| c.tail_lines);
+    let omitted = total_lines.saturating_sub(head_lines + tail_lines);
+    let omitted_bytes = total_bytes.saturating_sub(head.len() + tail.len());
+    let mut text = head;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&format!(
+        "[... {omitted} lines ({omitted_bytes} bytes) cut ...]\n"
+    ));
+    text.push_str(&tail);
+    let kept_bytes = text.len();
+    (
+        text,
+        Cut {
+            total_lines,
+            total_bytes,
+            head_lines,
+            tail_lines,
+            kept_bytes,
+            partial_line: false,
+        },
+    )
 }
 
 /// The notice: what was cut, where the full output is, what to do next. One line.

@@ -2,6 +2,8 @@
 
 mod apply_patch;
 mod edit;
+mod glob;
+mod grep;
 mod ls;
 mod multi_edit;
 mod read;
@@ -10,6 +12,8 @@ mod write;
 
 pub use apply_patch::{ApplyPatchArgs, ApplyPatchTool};
 pub use edit::{EditArgs, EditTool};
+pub use glob::{GlobArgs, GlobTool};
+pub use grep::{GrepArgs, GrepTool, OutputMode};
 pub use ls::{LsArgs, LsTool};
 pub use multi_edit::{MultiEditArgs, MultiEditTool, OneEdit};
 pub use read::{ReadArgs, ReadTool};
@@ -26,5 +30,7 @@ pub(crate) fn register_builtins(registry: &mut ToolRegistry) {
     registry.register(MultiEditTool, ToolSource::Builtin);
     registry.register(ApplyPatchTool, ToolSource::Builtin);
     registry.register(UndoTool, ToolSource::Builtin);
+    registry.register(GrepTool, ToolSource::Builtin);
+    registry.register(GlobTool, ToolSource::Builtin);
     registry.register(LsTool, ToolSource::Builtin);
 }

@@ -1,0 +1,180 @@
+//! `glob`: find files by name pattern, newest first.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use globset::{GlobBuilder, GlobMatcher};
+use rustix::fs::OFlags;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::context::{AccessKind, ToolContext, ToolEnv};
+use crate::error::ToolError;
+use crate::permission::Access;
+use crate::search::walk::{Filters, collect_files};
+use crate::tool::{InterruptBehavior, JsonObject, Tool, ToolFlags, ToolOutput};
+
+const DESCRIPTION: &str = include_str!("glob.md");
+
+/// Paths returned when no `limit` is given.
+const DEFAULT_LIMIT: usize = 100;
+
+/// Arguments of `glob`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GlobArgs {
+    /// The glob, relative to `path`: `**/*.rs`, `src/**/*.{ts,tsx}`, `*.md`.
+    pub pattern: String,
+    /// The directory to search (default: the first root folder).
+    pub path: Option<String>,
+    /// The most paths to return (default 100).
+    pub limit: Option<usize>,
+}
+
+impl GlobArgs {
+    fn matcher(&self) -> Result<GlobMatcher, ToolError> {
+        let pattern = self.pattern.trim_start_matches("./");
+        if pattern.starts_with('/') {
+            return Err(ToolError::invalid(format!(
+                "`pattern` `{}` is absolute; give a pattern relative to `path` (and put the directory in `path`)",
+                self.pattern
+            )));
+        }
+        GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .build()
+            .map(|g| g.compile_matcher())
+            .map_err(|e| ToolError::invalid(format!("`pattern` is not a valid glob: {e}")))
+    }
+}
+
+/// The `glob` tool.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct GlobTool;
+
+impl Tool for GlobTool {
+    type Args = GlobArgs;
+    const NAME: &'static str = "glob";
+    const TITLE: &'static str = "Find files by name";
+
+    fn description(&self, _env: &ToolEnv) -> Cow<'static, str> {
+        DESCRIPTION.into()
+    }
+
+    fn flags(&self, _args: Option<&GlobArgs>) -> ToolFlags {
+        ToolFlags {
+            interrupt: InterruptBehavior::Cancel,
+            ..ToolFlags::READ_ONLY
+        }
+    }
+
+    fn output_schema(&self) -> Option<JsonObject> {
+        match json!({
+            "type": "object",
+            "properties": {
+                "files": {"type": "array", "items": {"type": "string"}},
+                "total": {"type": "integer", "description": "Files matching in all."},
+                "truncated": {"type": "boolean"},
+            },
+            "required": ["files", "total", "truncated"],
+        }) {
+            Value::Object(map) => Some(map),
+            _ => None,
+        }
+    }
+
+    async fn validate(&self, args: GlobArgs, _ctx: &ToolContext) -> Result<GlobArgs, ToolError> {
+        if args.pattern.trim().is_empty() {
+            return Err(ToolError::invalid(
+                "`pattern` is empty; for all files use `**/*`",
+            ));
+        }
+        if args.limit == Some(0) {
+            return Err(ToolError::invalid("`limit` must be at least 1"));
+        }
+        args.matcher()?;
+        Ok(args)
+    }
+
+    async fn accesses(&self, args: &GlobArgs, ctx: &ToolContext) -> Result<Vec<Access>, ToolError> {
+        Ok(vec![
+            ctx.path_access(args.path.as_deref().unwrap_or("."), AccessKind::Read)
+                .await?,
+        ])
+    }
+
+    async fn execute(&self, args: GlobArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        ctx.blocking(move |ctx| glob(&args, &ctx)).await
+    }
+}
+
+fn glob(args: &GlobArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    let resolved = ctx.resolve_allowed(args.path.as_deref().unwrap_or("."))?;
+    let matcher = args.matcher()?;
+    let filters = Filters::new(&resolved.path, None, None)?;
+    let found = collect_files(
+        &resolved.path,
+        &filters,
+        &|rel| matcher.is_match(rel),
+        ctx.cancellation(),
+    )?;
+    let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
+    let base = resolved.display();
+    let mut shown = Vec::with_capacity(limit.min(found.len()));
+    for file in &found {
+        if shown.len() == limit {
+            break;
+        }
+        // Name only what opens beneath the root without a symlink: a directory swapped for a
+        // link during the walk cannot make a name outside the roots appear.
+        if resolved
+            .open_child(&file.rel, OFlags::PATH | OFlags::CLOEXEC)
+            .is_err()
+        {
+            continue;
+        }
+        let path = if base == "." {
+            file.rel.display().to_string()
+        } else {
+            format!("{base}/{}", file.rel.display())
+        };
+        shown.push(path);
+    }
+    let mut text = String::new();
+    for path in &shown {
+        text.push_str(path);
+        text.push('\n');
+    }
+    let truncated = found.len() > shown.len();
+    if shown.is_empty() {
+        let _ = write!(text, "No files match `{}` in `{base}`.", args.pattern);
+    } else if truncated {
+        let _ = write!(
+            text,
+            "[{} of {} files matching `{}`, most recently modified first; raise `limit` or narrow the pattern to see more]",
+            shown.len(),
+            found.len(),
+            args.pattern
+        );
+    } else {
+        let noun = if shown.len() == 1 { "file" } else { "files" };
+        let _ = write!(
+            text,
+            "[{} {noun} matching `{}`, most recently modified first]",
+            shown.len(),
+            args.pattern
+        );
+    }
+    Ok(ToolOutput::text(text)
+        .with_title(format!("glob {}", args.pattern))
+        .with_structured(json!({
+            "files": shown,
+            "total": found.len(),
+            "truncated": truncated,
+        })))
+}
+
+#[cfg(test)]
+#[path = "glob_tests.rs"]
+mod tests;

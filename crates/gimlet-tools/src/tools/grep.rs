@@ -1,0 +1,674 @@
+//! `grep`: search file contents with ripgrep's crates, in process.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use grep_matcher::Matcher;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use rustix::fs::OFlags;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::context::{AccessKind, ToolContext, ToolEnv};
+use crate::error::ToolError;
+use crate::fs::{PathError, ResolvedPath};
+use crate::output::{DEFAULT_KEEP, OutputBuffer};
+use crate::permission::Access;
+use crate::search::ordered::{Flow, map_in_order};
+use crate::search::walk::{Filters, Found, collect_files, walk_threads};
+use crate::tool::{Content, InterruptBehavior, JsonObject, Tool, ToolFlags, ToolOutput};
+
+const DESCRIPTION: &str = include_str!("grep.md");
+
+/// Matched lines longer than this many characters are cut around the match.
+pub(crate) const MAX_LINE_CHARS: usize = 300;
+/// Results per page when no `head_limit` is given: files (`files_with_matches`, `count`).
+const DEFAULT_FILES: usize = 100;
+/// Results per page when no `head_limit` is given: matching lines (content).
+const DEFAULT_LINES: usize = 200;
+/// Context lines at most, each side.
+const MAX_CONTEXT: usize = 50;
+
+/// What `grep` returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputMode {
+    /// Paths of matching files, most recently modified first.
+    #[default]
+    FilesWithMatches,
+    /// Matching lines as `path:line:text`, with context lines when asked.
+    Content,
+    /// The number of matching lines per file.
+    Count,
+}
+
+/// Arguments of `grep`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrepArgs {
+    /// The regular expression (Rust regex syntax), or a literal with `fixed_strings`.
+    pub pattern: String,
+    /// The file or directory to search (default: the first root folder).
+    pub path: Option<String>,
+    /// Only files matching these globs, space-separated (e.g. `*.rs`, `*.{ts,tsx}`,
+    /// `!**/vendor/**` to exclude).
+    pub glob: Option<String>,
+    /// Only files of this type, as ripgrep knows them (`rust`, `py`, `js`, `go` ...).
+    #[serde(rename = "type")]
+    pub file_type: Option<String>,
+    /// What to return (default `files_with_matches`).
+    pub output_mode: Option<OutputMode>,
+    /// Match case-insensitively.
+    pub case_insensitive: Option<bool>,
+    /// Treat `pattern` as a literal string, not a regex.
+    pub fixed_strings: Option<bool>,
+    /// Let a match span lines (`.` also matches newlines).
+    pub multiline: Option<bool>,
+    /// Lines of context before each match (content mode).
+    pub before_context: Option<usize>,
+    /// Lines of context after each match (content mode).
+    pub after_context: Option<usize>,
+    /// Lines of context before and after each match (content mode).
+    pub context: Option<usize>,
+    /// Results per page: files, or matching lines in content mode (default 100 files, 200
+    /// lines; 0 for all).
+    pub head_limit: Option<usize>,
+    /// Results to skip, to get the next page.
+    pub offset: Option<usize>,
+}
+
+impl GrepArgs {
+    fn mode(&self) -> OutputMode {
+        self.output_mode.unwrap_or_default()
+    }
+
+    fn limit(&self) -> Option<usize> {
+        match self.head_limit {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None if self.mode() == OutputMode::Content => Some(DEFAULT_LINES),
+            None => Some(DEFAULT_FILES),
+        }
+    }
+
+    fn contexts(&self) -> (usize, usize) {
+        let both = self.context.unwrap_or(0);
+        (
+            self.before_context.unwrap_or(both),
+            self.after_context.unwrap_or(both),
+        )
+    }
+
+    fn matcher(&self) -> Result<RegexMatcher, ToolError> {
+        let multiline = self.multiline.unwrap_or(false);
+        let mut builder = RegexMatcherBuilder::new();
+        builder
+            .case_insensitive(self.case_insensitive.unwrap_or(false))
+            .fixed_strings(self.fixed_strings.unwrap_or(false))
+            .multi_line(true)
+            .dot_matches_new_line(multiline);
+        if !multiline {
+            builder.line_terminator(Some(b'\n'));
+        }
+        builder.build(&self.pattern).map_err(|e| {
+            let hint = if self.fixed_strings.unwrap_or(false) {
+                ""
+            } else {
+                " (for a literal, set `fixed_strings`)"
+            };
+            ToolError::invalid(format!("`pattern` is not a valid regex{hint}:\n{e}"))
+        })
+    }
+}
+
+/// The `grep` tool.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct GrepTool;
+
+impl Tool for GrepTool {
+    type Args = GrepArgs;
+    const NAME: &'static str = "grep";
+    const TITLE: &'static str = "Search file contents";
+
+    fn description(&self, _env: &ToolEnv) -> Cow<'static, str> {
+        DESCRIPTION.into()
+    }
+
+    fn flags(&self, _args: Option<&GrepArgs>) -> ToolFlags {
+        ToolFlags {
+            interrupt: InterruptBehavior::Cancel,
+            ..ToolFlags::READ_ONLY
+        }
+    }
+
+    fn output_schema(&self) -> Option<JsonObject> {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "mode": {"type": "string", "enum": ["files_with_matches", "content", "count"]},
+                "files": {"type": "array", "items": {"type": "string"}, "description": "files_with_matches: the matching files of this page"},
+                "matches": {
+                    "type": "array",
+                    "description": "content: the matching lines of this page",
+                    "items": {
+                        "type": "object",
+                        "properties": {"path": {"type": "string"}, "line": {"type": "integer"}, "text": {"type": "string"}},
+                        "required": ["path", "line", "text"],
+                    },
+                },
+                "counts": {
+                    "type": "array",
+                    "description": "count: matching lines per file, this page",
+                    "items": {
+                        "type": "object",
+                        "properties": {"path": {"type": "string"}, "count": {"type": "integer"}},
+                        "required": ["path", "count"],
+                    },
+                },
+                "next_offset": {"type": ["integer", "null"], "description": "The offset of the next page, or null when this is the last."},
+                "files_searched": {"type": "integer"},
+            },
+            "required": ["mode", "next_offset", "files_searched"],
+        });
+        match schema {
+            Value::Object(map) => Some(map),
+            _ => None,
+        }
+    }
+
+    async fn validate(&self, args: GrepArgs, _ctx: &ToolContext) -> Result<GrepArgs, ToolError> {
+        if args.pattern.is_empty() {
+            return Err(ToolError::invalid(
+                "`pattern` is empty; give a regex or, with `fixed_strings`, a literal",
+            ));
+        }
+        args.matcher()?;
+        let (before, after) = args.contexts();
+        if before > MAX_CONTEXT || after > MAX_CONTEXT {
+            return Err(ToolError::invalid(format!(
+                "context may be at most {MAX_CONTEXT} lines each side"
+            )));
+        }
+        let has_context = args
+            .context
+            .or(args.before_context)
+            .or(args.after_context)
+            .is_some_and(|n| n > 0);
+        if has_context && args.mode() != OutputMode::Content {
+            return Err(ToolError::invalid(
+                "context lines are shown in `output_mode: \"content\"` only; set it, or drop the context arguments",
+            ));
+        }
+        Ok(args)
+    }
+
+    async fn accesses(&self, args: &GrepArgs, ctx: &ToolContext) -> Result<Vec<Access>, ToolError> {
+        let path = args.path.as_deref().unwrap_or(".");
+        Ok(vec![ctx.path_access(path, AccessKind::Read).await?])
+    }
+
+    async fn execute(&self, args: GrepArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        ctx.blocking(move |ctx| grep(&args, &ctx)).await
+    }
+}
+
+/// One line of output for one file.
+struct Line {
+    number: u64,
+    text: String,
+    is_match: bool,
+    /// A `--` separator goes before this line.
+    break_before: bool,
+}
+
+/// What searching one file produced.
+enum FileResult {
+    /// Unreadable or vanished: skipped silently, as `rg` does.
+    Skipped,
+    /// Searched.
+    Searched {
+        rel: PathBuf,
+        matches: u64,
+        lines: Vec<Line>,
+    },
+}
+
+fn grep(args: &GrepArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    let input = args.path.as_deref().unwrap_or(".");
+    let resolved = ctx.resolve_allowed(input)?;
+    let matcher = args.matcher()?;
+    let files = if is_dir(&resolved)? {
+        let filters = Filters::new(
+            &resolved.path,
+            args.glob.as_deref(),
+            args.file_type.as_deref(),
+        )?;
+        collect_files(&resolved.path, &filters, &|_| true, ctx.cancellation())?
+    } else {
+        vec![Found {
+            rel: PathBuf::new(),
+            modified: std::time::SystemTime::UNIX_EPOCH,
+        }]
+    };
+    let mode = args.mode();
+    let (before, after) = args.contexts();
+    let offset = args.offset.unwrap_or(0);
+    let limit = args.limit();
+    // No file needs to yield more matches than a whole page would show.
+    let per_file_cap = match (mode, limit) {
+        (OutputMode::FilesWithMatches, _) => Some(1),
+        (OutputMode::Content, Some(limit)) => Some((offset + limit + 1) as u64),
+        _ => None,
+    };
+    let mut builder = SearcherBuilder::new();
+    builder
+        .binary_detection(BinaryDetection::quit(b'\0'))
+        .line_number(true)
+        .multi_line(args.multiline.unwrap_or(false))
+        .before_context(before)
+        .after_context(after);
+    let mut page = Page::new(args, ctx, &resolved, limit, offset);
+    let started = Instant::now();
+    let mut last_progress = started;
+    let mut searched = 0usize;
+    let total = files.len();
+    map_in_order(
+        &files,
+        walk_threads(),
+        || builder.build(),
+        |searcher, found| {
+            if ctx.is_cancelled() {
+                return FileResult::Skipped;
+            }
+            search_file(&resolved, found, &matcher, searcher, mode, per_file_cap)
+        },
+        |result| {
+            searched += 1;
+            if last_progress.elapsed() > Duration::from_millis(500) {
+                last_progress = Instant::now();
+                ctx.progress(crate::context::ProgressUpdate::counted(
+                    format!(
+                        "searched {searched} of {total} files, {} results",
+                        page.seen
+                    ),
+                    searched,
+                    total,
+                ));
+            }
+            if ctx.is_cancelled() {
+                return Flow::Stop;
+            }
+            match result {
+                FileResult::Skipped => Flow::Continue,
+                FileResult::Searched {
+                    rel,
+                    matches,
+                    lines,
+                } => page.add(&rel, matches, lines),
+            }
+        },
+    );
+    if ctx.is_cancelled() {
+        return Err(ToolError::Cancelled);
+    }
+    Ok(page.finish(searched))
+}
+
+fn is_dir(resolved: &ResolvedPath) -> Result<bool, ToolError> {
+    match resolved.open_raw(OFlags::PATH, rustix::fs::Mode::empty()) {
+        Ok(fd) => {
+            let stat = rustix::fs::fstat(&fd).map_err(|e| {
+                ToolError::io(format!("searching {}", resolved.display()), e.into())
+            })?;
+            Ok(
+                rustix::fs::FileType::from_raw_mode(stat.st_mode)
+                    == rustix::fs::FileType::Directory,
+            )
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+impl From<PathError> for FileResult {
+    fn from(_: PathError) -> Self {
+        Self::Skipped
+    }
+}
+
+fn search_file(
+    base: &ResolvedPath,
+    found: &Found,
+    matcher: &RegexMatcher,
+    searcher: &mut Searcher,
+    mode: OutputMode,
+    cap: Option<u64>,
+) -> FileResult {
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let Ok(fd) = base.open_child(&found.rel, flags) else {
+        return FileResult::Skipped;
+    };
+    let file = File::from(fd);
+    // Only regular files: a FIFO found by the walk must not be read.
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return FileResult::Skipped;
+    }
+    let mut sink = Collect {
+        matcher,
+        mode,
+        cap,
+        matches: 0,
+        lines: Vec::new(),
+        pending_break: false,
+    };
+    if searcher.search_file(matcher, &file, &mut sink).is_err() {
+        return FileResult::Skipped;
+    }
+    FileResult::Searched {
+        rel: found.rel.clone(),
+        matches: sink.matches,
+        lines: sink.lines,
+    }
+}
+
+/// Collects one file's matches (and context lines in content mode).
+struct Collect<'m> {
+    matcher: &'m RegexMatcher,
+    mode: OutputMode,
+    cap: Option<u64>,
+    matches: u64,
+    lines: Vec<Line>,
+    pending_break: bool,
+}
+
+impl Sink for Collect<'_> {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _searcher: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, Self::Error> {
+        self.matches += 1;
+        if self.mode == OutputMode::Content {
+            let first = mat.line_number().unwrap_or(0);
+            for (i, line) in mat.lines().enumerate() {
+                let text = shown_line(line, self.matcher);
+                self.lines.push(Line {
+                    number: first + i as u64,
+                    text,
+                    is_match: true,
+                    break_before: std::mem::take(&mut self.pending_break),
+                });
+            }
+        }
+        Ok(self.cap.is_none_or(|cap| self.matches < cap))
+    }
+
+    fn context(
+        &mut self,
+        _searcher: &Searcher,
+        context: &SinkContext<'_>,
+    ) -> Result<bool, Self::Error> {
+        if self.mode == OutputMode::Content {
+            let number = context.line_number().unwrap_or(0);
+            let text = shown_line(context.bytes(), self.matcher);
+            self.lines.push(Line {
+                number,
+                text,
+                is_match: false,
+                break_before: std::mem::take(&mut self.pending_break),
+            });
+        }
+        Ok(true)
+    }
+
+    fn context_break(&mut self, _searcher: &Searcher) -> Result<bool, Self::Error> {
+        self.pending_break = !self.lines.is_empty();
+        Ok(true)
+    }
+}
+
+/// A line as shown: without its ending, and cut around the match when long.
+fn shown_line(bytes: &[u8], matcher: &RegexMatcher) -> String {
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    let text = String::from_utf8_lossy(bytes);
+    let chars = text.chars().count();
+    if chars <= MAX_LINE_CHARS {
+        return text.into_owned();
+    }
+    let at = matcher.find(bytes).ok().flatten().map_or(0, |m| m.start());
+    let at_char = text.char_indices().take_while(|(i, _)| *i < at).count();
+    let start = at_char.saturating_sub(MAX_LINE_CHARS / 3);
+    let end = (start + MAX_LINE_CHARS).min(chars);
+    let start = end.saturating_sub(MAX_LINE_CHARS);
+    let middle: String = text.chars().skip(start).take(end - start).collect();
+    let mut out = String::new();
+    if start > 0 {
+        let _ = write!(out, "[... {start} chars] ");
+    }
+    out.push_str(&middle);
+    if end < chars {
+        let _ = write!(out, " [{} chars ...]", chars - end);
+    }
+    out
+}
+
+/// The page being built, in result order.
+struct Page<'a> {
+    args: &'a GrepArgs,
+    display_base: String,
+    mode: OutputMode,
+    limit: Option<usize>,
+    offset: usize,
+    /// Results seen so far (files, or matching lines in content mode).
+    seen: usize,
+    shown: usize,
+    more: bool,
+    out: OutputBuffer,
+    structured: Vec<Value>,
+    files_with_results: usize,
+}
+
+impl<'a> Page<'a> {
+    fn new(
+        args: &'a GrepArgs,
+        ctx: &'a ToolContext,
+        base: &ResolvedPath,
+        limit: Option<usize>,
+        offset: usize,
+    ) -> Self {
+        Self {
+            args,
+            display_base: base.display(),
+            mode: args.mode(),
+            limit,
+            offset,
+            seen: 0,
+            shown: 0,
+            more: false,
+            out: OutputBuffer::new(ctx.env().spill(), DEFAULT_KEEP),
+            structured: Vec::new(),
+            files_with_results: 0,
+        }
+    }
+
+    fn display(&self, rel: &Path) -> String {
+        if rel.as_os_str().is_empty() {
+            return self.display_base.clone();
+        }
+        let full = if self.display_base == "." {
+            rel.to_owned()
+        } else {
+            Path::new(&self.display_base).join(rel)
+        };
+        full.display().to_string()
+    }
+
+    fn full(&self) -> bool {
+        self.limit.is_some_and(|limit| self.shown >= limit)
+    }
+
+    /// Takes one file's results. Stops once one result beyond the page was seen.
+    fn add(&mut self, rel: &Path, matches: u64, lines: Vec<Line>) -> Flow {
+        if matches == 0 {
+            return Flow::Continue;
+        }
+        let path = self.display(rel);
+        match self.mode {
+            OutputMode::FilesWithMatches | OutputMode::Count => {
+                self.seen += 1;
+                if self.seen <= self.offset {
+                    return Flow::Continue;
+                }
+                if self.full() {
+                    self.more = true;
+                    return Flow::Stop;
+                }
+                self.shown += 1;
+                if self.mode == OutputMode::Count {
+                    let _ = writeln!(self.out_text(), "{path}:{matches}");
+                    self.structured
+                        .push(json!({"path": path, "count": matches}));
+                } else {
+                    let _ = writeln!(self.out_text(), "{path}");
+                    self.structured.push(Value::String(path));
+                }
+                Flow::Continue
+            }
+            OutputMode::Content => self.add_lines(&path, lines),
+        }
+    }
+
+    fn out_text(&mut self) -> Writer<'_> {
+        Writer(&mut self.out)
+    }
+
+    fn add_lines(&mut self, path: &str, lines: Vec<Line>) -> Flow {
+        // Each context line belongs to the next match of its file (after the last match, to
+        // that one); a line is shown when the match it belongs to is on the page.
+        let total = lines.iter().filter(|l| l.is_match).count();
+        let end = self.limit.map_or(usize::MAX, |l| self.offset + l);
+        let mut ordinal = 0;
+        let mut printed_any = false;
+        let mut stop = false;
+        for line in lines {
+            if line.is_match {
+                ordinal += 1;
+            }
+            let owner = match (line.is_match, ordinal < total) {
+                (true, _) => self.seen + ordinal - 1,
+                (false, true) => self.seen + ordinal,
+                (false, false) => self.seen + total.saturating_sub(1),
+            };
+            if owner < self.offset {
+                continue;
+            }
+            if owner >= end {
+                self.more = true;
+                stop = true;
+                if line.is_match {
+                    break;
+                }
+                continue;
+            }
+            if !printed_any {
+                if self.files_with_results > 0 {
+                    let _ = writeln!(self.out_text(), "--");
+                }
+                self.files_with_results += 1;
+                printed_any = true;
+            } else if line.break_before {
+                let _ = writeln!(self.out_text(), "--");
+            }
+            let separator = if line.is_match { ':' } else { '-' };
+            let _ = writeln!(
+                self.out_text(),
+                "{path}{separator}{}{separator}{}",
+                line.number,
+                line.text
+            );
+            if line.is_match {
+                self.shown += 1;
+                if self.structured.len() < 1000 {
+                    self.structured
+                        .push(json!({"path": path, "line": line.number, "text": line.text}));
+                }
+            }
+        }
+        self.seen += total;
+        if stop { Flow::Stop } else { Flow::Continue }
+    }
+
+    fn finish(self, searched: usize) -> ToolOutput {
+        let what = match self.mode {
+            OutputMode::FilesWithMatches | OutputMode::Count => "files",
+            OutputMode::Content => "matching lines",
+        };
+        let mut text = self.out.finish();
+        let next_offset = self.more.then_some(self.offset + self.shown);
+        let footer = if self.shown == 0 && self.seen == 0 {
+            format!(
+                "No matches for `{}` in `{}` ({searched} file{} searched).",
+                self.args.pattern,
+                self.display_base,
+                if searched == 1 { "" } else { "s" }
+            )
+        } else if self.shown == 0 {
+            format!(
+                "No {what} at offset {}: there are {} in all. Use a smaller offset.",
+                self.offset, self.seen
+            )
+        } else {
+            let first = self.offset + 1;
+            let last = self.offset + self.shown;
+            let order = if self.mode == OutputMode::FilesWithMatches {
+                ", most recently modified first"
+            } else {
+                ""
+            };
+            match next_offset {
+                Some(next) => format!(
+                    "[{what} {first}-{last}{order}; more exist: use offset={next} for the next page]"
+                ),
+                None => format!("[{what} {first}-{last} of {}{order}]", self.seen),
+            }
+        };
+        if text.spill.is_none() {
+            text.head.push_str(&footer);
+            text.total_bytes = text.head.len() as u64;
+        } else {
+            text.tail.push_str(&footer);
+        }
+        let key = match self.mode {
+            OutputMode::FilesWithMatches => "files",
+            OutputMode::Content => "matches",
+            OutputMode::Count => "counts",
+        };
+        let mode = serde_json::to_value(self.mode).unwrap_or(Value::Null);
+        let mut structured =
+            json!({"mode": mode, "next_offset": next_offset, "files_searched": searched});
+        structured[key] = Value::Array(self.structured);
+        ToolOutput {
+            title: Some(format!("grep {}", self.args.pattern)),
+            content: vec![Content::Long(text)],
+            structured: Some(structured),
+            ..ToolOutput::default()
+        }
+    }
+}
+
+/// `write!` into an [`OutputBuffer`].
+struct Writer<'a>(&'a mut OutputBuffer);
+
+impl std::fmt::Write for Writer<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.push_str(s);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[path = "grep_tests.rs"]
+mod tests;
