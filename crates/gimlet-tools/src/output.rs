@@ -104,11 +104,18 @@ impl OutputBuffer {
     /// Appends bytes; invalid UTF-8 is shown with replacement characters in memory and kept
     /// as is in the spill file.
     pub fn push_bytes(&mut self, bytes: &[u8]) {
+        let newlines = memchr::memchr_iter(b'\n', bytes).count();
+        self.push_counted(bytes, newlines);
+    }
+
+    /// Appends bytes whose number of `\n` the caller already knows (saves counting them).
+    pub fn push_counted(&mut self, bytes: &[u8], newlines: usize) {
         if bytes.is_empty() {
             return;
         }
+        debug_assert_eq!(newlines, memchr::memchr_iter(b'\n', bytes).count());
         self.total_bytes += bytes.len() as u64;
-        self.newlines += memchr::memchr_iter(b'\n', bytes).count() as u64;
+        self.newlines += newlines as u64;
         self.last_byte = bytes.last().copied();
         if self.spill.is_none() && !self.spill_failed && self.head.len() + bytes.len() > self.keep {
             self.start_spill();

@@ -86,15 +86,31 @@ impl Filters {
     }
 }
 
-/// Walks `base` (a directory) in parallel and returns its files, sorted most recently
-/// modified first, then by path. Honours ignore files and hidden-file rules as `rg` does, and
-/// never follows symlinks. Stops early when `cancel` fires.
-pub(crate) fn collect_files(
+/// How the walk learns a file's modification time.
+#[derive(Clone, Copy)]
+pub(crate) enum Stat<'a> {
+    /// From the walker (by path); for callers that open each file confined anyway.
+    Walker,
+    /// By opening the file beneath its root without following symlinks, then `fstat`: files
+    /// that do not open that way are left out, so only names inside the roots are returned.
+    Confined(&'a crate::fs::ResolvedPath),
+}
+
+/// Walks `base` (a directory) in parallel, calling `visit` for every file with the walker
+/// thread's own state (made by `init`). Honours ignore files and hidden-file rules as `rg`
+/// does, never follows symlinks, and stops early when `cancel` fires.
+pub(crate) fn walk_files<S, I, V>(
     base: &Path,
     filters: &Filters,
-    keep: &(dyn Fn(&Path) -> bool + Sync),
     cancel: &CancellationToken,
-) -> Result<Vec<Found>, ToolError> {
+    init: I,
+    visit: V,
+) -> Result<(), ToolError>
+where
+    S: Send,
+    I: Fn() -> S + Sync,
+    V: Fn(&mut S, &ignore::DirEntry, &Path) + Sync,
+{
     let mut builder = WalkBuilder::new(base);
     builder.follow_links(false).threads(walk_threads());
     if let Some(overrides) = &filters.overrides {
@@ -103,12 +119,9 @@ pub(crate) fn collect_files(
     if let Some(types) = &filters.types {
         builder.types(types.clone());
     }
-    let found: Mutex<Vec<Found>> = Mutex::new(Vec::new());
     builder.build_parallel().run(|| {
-        let mut guard = FlushOnDrop {
-            local: Vec::new(),
-            found: &found,
-        };
+        let mut state = init();
+        let visit = &visit;
         Box::new(move |entry| {
             if cancel.is_cancelled() {
                 return WalkState::Quit;
@@ -119,32 +132,63 @@ pub(crate) fn collect_files(
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return WalkState::Continue;
             }
-            let Ok(rel) = entry.path().strip_prefix(base) else {
-                return WalkState::Continue;
-            };
-            if !keep(rel) {
-                return WalkState::Continue;
+            if let Ok(rel) = entry.path().strip_prefix(base) {
+                visit(&mut state, &entry, rel);
             }
-            let modified = entry
-                .metadata()
-                .ok()
-                .and_then(|m| m.modified().ok())
-                .unwrap_or(SystemTime::UNIX_EPOCH);
-            guard.local.push(Found {
-                rel: rel.to_owned(),
-                modified,
-            });
             WalkState::Continue
         })
     });
     if cancel.is_cancelled() {
         return Err(ToolError::Cancelled);
     }
+    Ok(())
+}
+
+/// Walks `base` and returns the files `keep` accepts, sorted most recently modified first,
+/// then by path.
+pub(crate) fn collect_files(
+    base: &Path,
+    filters: &Filters,
+    keep: &(dyn Fn(&Path) -> bool + Sync),
+    stat: Stat<'_>,
+    cancel: &CancellationToken,
+) -> Result<Vec<Found>, ToolError> {
+    let found: Mutex<Vec<Found>> = Mutex::new(Vec::new());
+    let init = || FlushOnDrop {
+        local: Vec::new(),
+        found: &found,
+    };
+    walk_files(base, filters, cancel, init, |guard, entry, rel| {
+        if !keep(rel) {
+            return;
+        }
+        let modified = match stat {
+            Stat::Walker => entry.metadata().ok().and_then(|m| m.modified().ok()),
+            Stat::Confined(resolved) => {
+                let flags = rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC;
+                let Ok(fd) = resolved.open_child(rel, flags) else {
+                    return;
+                };
+                rustix::fs::fstat(&fd).ok().map(|s| modified_of(&s))
+            }
+        };
+        let modified = modified.unwrap_or(SystemTime::UNIX_EPOCH);
+        guard.local.push(Found {
+            rel: rel.to_owned(),
+            modified,
+        });
+    })?;
     let mut found = found
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     found.sort_unstable_by(|a, b| b.modified.cmp(&a.modified).then_with(|| a.rel.cmp(&b.rel)));
     Ok(found)
+}
+
+fn modified_of(stat: &rustix::fs::Stat) -> SystemTime {
+    let secs = u64::try_from(stat.st_mtime).unwrap_or(0);
+    let nanos = u32::try_from(stat.st_mtime_nsec).unwrap_or(0);
+    SystemTime::UNIX_EPOCH + std::time::Duration::new(secs, nanos)
 }
 
 /// Hands a walker thread's finds to the shared list when the thread is done.

@@ -4,7 +4,6 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use globset::{GlobBuilder, GlobMatcher};
-use rustix::fs::OFlags;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -12,7 +11,7 @@ use serde_json::{Value, json};
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::permission::Access;
-use crate::search::walk::{Filters, collect_files};
+use crate::search::walk::{Filters, Stat, collect_files};
 use crate::tool::{InterruptBehavior, JsonObject, Tool, ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("glob.md");
@@ -113,27 +112,15 @@ fn glob(args: &GlobArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let resolved = ctx.resolve_allowed(args.path.as_deref().unwrap_or("."))?;
     let matcher = args.matcher()?;
     let filters = Filters::new(&resolved.path, None, None)?;
-    let found = collect_files(
-        &resolved.path,
-        &filters,
-        &|rel| matcher.is_match(rel),
-        ctx.cancellation(),
-    )?;
+    let keep = |rel: &std::path::Path| matcher.is_match(rel);
+    // Only files that open beneath the root without a symlink are kept: a directory swapped
+    // for a link during the walk cannot make a name outside the roots appear.
+    let stat = Stat::Confined(&resolved);
+    let found = collect_files(&resolved.path, &filters, &keep, stat, ctx.cancellation())?;
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
     let base = resolved.display();
     let mut shown = Vec::with_capacity(limit.min(found.len()));
-    for file in &found {
-        if shown.len() == limit {
-            break;
-        }
-        // Name only what opens beneath the root without a symlink: a directory swapped for a
-        // link during the walk cannot make a name outside the roots appear.
-        if resolved
-            .open_child(&file.rel, OFlags::PATH | OFlags::CLOEXEC)
-            .is_err()
-        {
-            continue;
-        }
+    for file in found.iter().take(limit) {
         let path = if base == "." {
             file.rel.display().to_string()
         } else {

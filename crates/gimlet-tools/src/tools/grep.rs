@@ -4,7 +4,8 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
 
 use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -20,7 +21,7 @@ use crate::fs::{PathError, ResolvedPath};
 use crate::output::{DEFAULT_KEEP, OutputBuffer};
 use crate::permission::Access;
 use crate::search::ordered::{Flow, map_in_order};
-use crate::search::walk::{Filters, Found, collect_files, walk_threads};
+use crate::search::walk::{Filters, Found, Stat, collect_files, walk_files, walk_threads};
 use crate::tool::{Content, InterruptBehavior, JsonObject, Tool, ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("grep.md");
@@ -230,41 +231,35 @@ struct Line {
 enum FileResult {
     /// Unreadable or vanished: skipped silently, as `rg` does.
     Skipped,
-    /// Searched.
+    /// Searched, keeping each line for paging.
     Searched {
         rel: PathBuf,
         matches: u64,
         lines: Vec<Line>,
+        modified: SystemTime,
+    },
+    /// Searched without paging: the output lines already formatted, and the first few matches
+    /// for the structured result.
+    Formatted {
+        matches: u64,
+        text: Vec<u8>,
+        lines: usize,
+        samples: Vec<Value>,
     },
 }
+
+/// Matches kept for the structured result, in all.
+const MAX_SAMPLES: usize = 1000;
 
 fn grep(args: &GrepArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let input = args.path.as_deref().unwrap_or(".");
     let resolved = ctx.resolve_allowed(input)?;
     let matcher = args.matcher()?;
-    let files = if is_dir(&resolved)? {
-        let filters = Filters::new(
-            &resolved.path,
-            args.glob.as_deref(),
-            args.file_type.as_deref(),
-        )?;
-        collect_files(&resolved.path, &filters, &|_| true, ctx.cancellation())?
-    } else {
-        vec![Found {
-            rel: PathBuf::new(),
-            modified: std::time::SystemTime::UNIX_EPOCH,
-        }]
-    };
+    let dir = is_dir(&resolved)?;
     let mode = args.mode();
     let (before, after) = args.contexts();
     let offset = args.offset.unwrap_or(0);
     let limit = args.limit();
-    // No file needs to yield more matches than a whole page would show.
-    let per_file_cap = match (mode, limit) {
-        (OutputMode::FilesWithMatches, _) => Some(1),
-        (OutputMode::Content, Some(limit)) => Some((offset + limit + 1) as u64),
-        _ => None,
-    };
     let mut builder = SearcherBuilder::new();
     builder
         .binary_detection(BinaryDetection::quit(b'\0'))
@@ -272,32 +267,124 @@ fn grep(args: &GrepArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         .multi_line(args.multiline.unwrap_or(false))
         .before_context(before)
         .after_context(after);
-    let mut page = Page::new(args, ctx, &resolved, limit, offset);
-    let started = Instant::now();
-    let mut last_progress = started;
+    let page = Page::new(args, ctx, &resolved, limit, offset);
+    let search = Search {
+        samples_left: std::sync::atomic::AtomicUsize::new(MAX_SAMPLES),
+        resolved: &resolved,
+        display_base: resolved.display(),
+        matcher: &matcher,
+        builder,
+        mode,
+    };
+    if dir && limit.is_none() && offset == 0 {
+        let filters = Filters::new(
+            &resolved.path,
+            args.glob.as_deref(),
+            args.file_type.as_deref(),
+        )?;
+        return search_everything(&search, &filters, page, ctx);
+    }
+    let files = if dir {
+        let filters = Filters::new(
+            &resolved.path,
+            args.glob.as_deref(),
+            args.file_type.as_deref(),
+        )?;
+        collect_files(
+            &resolved.path,
+            &filters,
+            &|_| true,
+            Stat::Walker,
+            ctx.cancellation(),
+        )?
+    } else {
+        vec![Found {
+            rel: PathBuf::new(),
+            modified: SystemTime::UNIX_EPOCH,
+        }]
+    };
+    search_in_order(
+        &search,
+        &files,
+        page,
+        limit.map(|limit| offset + limit),
+        ctx,
+    )
+}
+
+/// What every file of one call is searched with.
+struct Search<'a> {
+    /// Structured-result matches still wanted (shared by the worker threads).
+    samples_left: std::sync::atomic::AtomicUsize,
+    resolved: &'a ResolvedPath,
+    display_base: String,
+    matcher: &'a RegexMatcher,
+    builder: SearcherBuilder,
+    mode: OutputMode,
+}
+
+impl Search<'_> {
+    fn file(
+        &self,
+        searcher: &mut Searcher,
+        found: &Found,
+        direct: bool,
+        cap: Option<u64>,
+    ) -> FileResult {
+        let target = Target {
+            base: self.resolved,
+            display_base: &self.display_base,
+            direct,
+            samples_left: &self.samples_left,
+        };
+        search_file(&target, found, self.matcher, searcher, self.mode, cap)
+    }
+}
+
+/// Pages: files in a fixed order (newest first), searched side by side, consumed in order, and
+/// stopped once the page is full.
+fn search_in_order(
+    search: &Search<'_>,
+    files: &[Found],
+    mut page: Page<'_>,
+    page_end: Option<usize>,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    // No file needs to yield more matches than the pages up to this one would show.
+    let cap = match (search.mode, page_end) {
+        (OutputMode::FilesWithMatches, _) => Some(1),
+        (OutputMode::Content, Some(end)) => Some(end as u64 + 1),
+        _ => None,
+    };
+    let direct = search.mode == OutputMode::Content && page_end.is_none();
+    ctx.progress(crate::context::ProgressUpdate::counted(
+        format!("searching {} files", files.len()),
+        0,
+        files.len(),
+    ));
+    let mut last_progress = Instant::now();
     let mut searched = 0usize;
     let total = files.len();
     map_in_order(
-        &files,
+        files,
         walk_threads(),
-        || builder.build(),
+        || search.builder.build(),
         |searcher, found| {
             if ctx.is_cancelled() {
                 return FileResult::Skipped;
             }
-            search_file(&resolved, found, &matcher, searcher, mode, per_file_cap)
+            search.file(searcher, found, direct, cap)
         },
         |result| {
             searched += 1;
             if last_progress.elapsed() > Duration::from_millis(500) {
                 last_progress = Instant::now();
+                let message = format!(
+                    "searched {searched} of {total} files, {} results",
+                    page.seen
+                );
                 ctx.progress(crate::context::ProgressUpdate::counted(
-                    format!(
-                        "searched {searched} of {total} files, {} results",
-                        page.seen
-                    ),
-                    searched,
-                    total,
+                    message, searched, total,
                 ));
             }
             if ctx.is_cancelled() {
@@ -309,12 +396,99 @@ fn grep(args: &GrepArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
                     rel,
                     matches,
                     lines,
+                    ..
                 } => page.add(&rel, matches, lines),
+                FileResult::Formatted {
+                    matches,
+                    text,
+                    lines,
+                    samples,
+                } => page.add_formatted(matches, &text, lines, samples),
             }
         },
     );
     if ctx.is_cancelled() {
         return Err(ToolError::Cancelled);
+    }
+    Ok(page.finish(searched))
+}
+
+/// Everything, no paging: one pass like `rg`, each walker thread searching the files it visits.
+/// Content streams in walk order (whole files at a time); files and counts are sorted newest
+/// first at the end, from the searched files' own metadata.
+fn search_everything(
+    search: &Search<'_>,
+    filters: &Filters,
+    page: Page<'_>,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    struct Shared<'p> {
+        page: Page<'p>,
+        hits: Vec<(PathBuf, u64, SystemTime)>,
+        searched: usize,
+        last_progress: Instant,
+    }
+    let shared = Mutex::new(Shared {
+        page,
+        hits: Vec::new(),
+        searched: 0,
+        last_progress: Instant::now(),
+    });
+    let direct = search.mode == OutputMode::Content;
+    let cap = (search.mode == OutputMode::FilesWithMatches).then_some(1);
+    ctx.progress_message(format!("searching {}", search.display_base));
+    walk_files(
+        &search.resolved.path,
+        filters,
+        ctx.cancellation(),
+        || search.builder.build(),
+        |searcher, _entry, rel| {
+            let found = Found {
+                rel: rel.to_owned(),
+                modified: SystemTime::UNIX_EPOCH,
+            };
+            let result = search.file(searcher, &found, direct, cap);
+            let mut shared = shared
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            shared.searched += 1;
+            if shared.last_progress.elapsed() > Duration::from_millis(500) {
+                shared.last_progress = Instant::now();
+                ctx.progress_message(format!(
+                    "searched {} files, {} results",
+                    shared.searched, shared.page.seen
+                ));
+            }
+            match result {
+                FileResult::Skipped | FileResult::Searched { matches: 0, .. } => {}
+                FileResult::Formatted {
+                    matches,
+                    text,
+                    lines,
+                    samples,
+                } => {
+                    shared.page.add_formatted(matches, &text, lines, samples);
+                }
+                FileResult::Searched {
+                    rel,
+                    matches,
+                    modified,
+                    ..
+                } => shared.hits.push((rel, matches, modified)),
+            }
+        },
+    )?;
+    let Shared {
+        mut page,
+        mut hits,
+        searched,
+        ..
+    } = shared
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    hits.sort_unstable_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    for (rel, matches, _) in hits {
+        page.add(&rel, matches, Vec::new());
     }
     Ok(page.finish(searched))
 }
@@ -340,8 +514,17 @@ impl From<PathError> for FileResult {
     }
 }
 
+/// Where a file is searched and how its lines are shown.
+struct Target<'a> {
+    base: &'a ResolvedPath,
+    display_base: &'a str,
+    /// Format lines directly (no paging).
+    direct: bool,
+    samples_left: &'a std::sync::atomic::AtomicUsize,
+}
+
 fn search_file(
-    base: &ResolvedPath,
+    target: &Target<'_>,
     found: &Found,
     matcher: &RegexMatcher,
     searcher: &mut Searcher,
@@ -349,14 +532,25 @@ fn search_file(
     cap: Option<u64>,
 ) -> FileResult {
     let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-    let Ok(fd) = base.open_child(&found.rel, flags) else {
+    let Ok(fd) = target.base.open_child(&found.rel, flags) else {
         return FileResult::Skipped;
     };
     let file = File::from(fd);
     // Only regular files: a FIFO found by the walk must not be read.
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
+    let Ok(meta) = file.metadata() else {
+        return FileResult::Skipped;
+    };
+    if !meta.is_file() {
         return FileResult::Skipped;
     }
+    let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+    let direct = target.direct.then(|| Direct {
+        samples_left: target.samples_left,
+        path: display_path(target.display_base, &found.rel),
+        text: Vec::with_capacity(4096),
+        lines: 0,
+        samples: Vec::new(),
+    });
     let mut sink = Collect {
         matcher,
         mode,
@@ -364,15 +558,98 @@ fn search_file(
         matches: 0,
         lines: Vec::new(),
         pending_break: false,
+        direct,
     };
     if searcher.search_file(matcher, &file, &mut sink).is_err() {
         return FileResult::Skipped;
     }
-    FileResult::Searched {
-        rel: found.rel.clone(),
-        matches: sink.matches,
-        lines: sink.lines,
+    match sink.direct {
+        Some(direct) => FileResult::Formatted {
+            matches: sink.matches,
+            text: direct.text,
+            lines: direct.lines,
+            samples: direct.samples,
+        },
+        None => FileResult::Searched {
+            rel: found.rel.clone(),
+            matches: sink.matches,
+            lines: sink.lines,
+            modified,
+        },
     }
+}
+
+/// A found file's path as shown: relative to the first root when the search base is.
+fn display_path(display_base: &str, rel: &Path) -> String {
+    if rel.as_os_str().is_empty() {
+        display_base.to_owned()
+    } else if display_base == "." {
+        rel.display().to_string()
+    } else {
+        Path::new(display_base).join(rel).display().to_string()
+    }
+}
+
+/// Output formatted as it is found.
+struct Direct<'a> {
+    samples_left: &'a std::sync::atomic::AtomicUsize,
+    path: String,
+    text: Vec<u8>,
+    /// Lines in `text`.
+    lines: usize,
+    samples: Vec<Value>,
+}
+
+impl Direct<'_> {
+    fn line(
+        &mut self,
+        separator: u8,
+        number: u64,
+        bytes: &[u8],
+        matcher: &RegexMatcher,
+        sample: bool,
+    ) {
+        let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+        self.text.extend_from_slice(self.path.as_bytes());
+        self.text.push(separator);
+        push_number(&mut self.text, number);
+        self.text.push(separator);
+        if bytes.len() <= MAX_LINE_CHARS {
+            self.text.extend_from_slice(bytes);
+        } else {
+            self.text
+                .extend_from_slice(shown_line(bytes, matcher).as_bytes());
+        }
+        self.text.push(b'\n');
+        self.lines += 1;
+        let take = || {
+            use std::sync::atomic::Ordering::Relaxed;
+            self.samples_left
+                .fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1))
+                .is_ok()
+        };
+        if sample && take() {
+            let text = shown_line(bytes, matcher);
+            self.samples
+                .push(json!({"path": self.path, "line": number, "text": text}));
+        }
+    }
+}
+
+/// Appends a number's decimal digits without allocating (once per output line).
+fn push_number(out: &mut Vec<u8>, mut number: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + u8::try_from(number % 10).unwrap_or(0);
+        number /= 10;
+        if number == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 /// Collects one file's matches (and context lines in content mode).
@@ -383,6 +660,7 @@ struct Collect<'m> {
     matches: u64,
     lines: Vec<Line>,
     pending_break: bool,
+    direct: Option<Direct<'m>>,
 }
 
 impl Sink for Collect<'_> {
@@ -390,7 +668,16 @@ impl Sink for Collect<'_> {
 
     fn matched(&mut self, _searcher: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, Self::Error> {
         self.matches += 1;
-        if self.mode == OutputMode::Content {
+        if let Some(direct) = &mut self.direct {
+            if std::mem::take(&mut self.pending_break) {
+                direct.text.extend_from_slice(b"--\n");
+                direct.lines += 1;
+            }
+            let first = mat.line_number().unwrap_or(0);
+            for (i, line) in mat.lines().enumerate() {
+                direct.line(b':', first + i as u64, line, self.matcher, i == 0);
+            }
+        } else if self.mode == OutputMode::Content {
             let first = mat.line_number().unwrap_or(0);
             for (i, line) in mat.lines().enumerate() {
                 let text = shown_line(line, self.matcher);
@@ -410,21 +697,29 @@ impl Sink for Collect<'_> {
         _searcher: &Searcher,
         context: &SinkContext<'_>,
     ) -> Result<bool, Self::Error> {
-        if self.mode == OutputMode::Content {
-            let number = context.line_number().unwrap_or(0);
+        let number = context.line_number().unwrap_or(0);
+        if let Some(direct) = &mut self.direct {
+            if std::mem::take(&mut self.pending_break) {
+                direct.text.extend_from_slice(b"--\n");
+                direct.lines += 1;
+            }
+            direct.line(b'-', number, context.bytes(), self.matcher, false);
+        } else if self.mode == OutputMode::Content {
             let text = shown_line(context.bytes(), self.matcher);
+            let break_before = std::mem::take(&mut self.pending_break);
             self.lines.push(Line {
                 number,
                 text,
                 is_match: false,
-                break_before: std::mem::take(&mut self.pending_break),
+                break_before,
             });
         }
         Ok(true)
     }
 
     fn context_break(&mut self, _searcher: &Searcher) -> Result<bool, Self::Error> {
-        self.pending_break = !self.lines.is_empty();
+        self.pending_break =
+            !self.lines.is_empty() || self.direct.as_ref().is_some_and(|d| !d.text.is_empty());
         Ok(true)
     }
 }
@@ -434,6 +729,9 @@ fn shown_line(bytes: &[u8], matcher: &RegexMatcher) -> String {
     let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
     let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
     let text = String::from_utf8_lossy(bytes);
+    if bytes.len() <= MAX_LINE_CHARS {
+        return text.into_owned();
+    }
     let chars = text.chars().count();
     if chars <= MAX_LINE_CHARS {
         return text.into_owned();
@@ -495,15 +793,34 @@ impl<'a> Page<'a> {
     }
 
     fn display(&self, rel: &Path) -> String {
-        if rel.as_os_str().is_empty() {
-            return self.display_base.clone();
+        display_path(&self.display_base, rel)
+    }
+
+    /// Takes a file's directly formatted lines (content mode without paging).
+    fn add_formatted(
+        &mut self,
+        matches: u64,
+        text: &[u8],
+        lines: usize,
+        samples: Vec<Value>,
+    ) -> Flow {
+        if matches == 0 {
+            return Flow::Continue;
         }
-        let full = if self.display_base == "." {
-            rel.to_owned()
-        } else {
-            Path::new(&self.display_base).join(rel)
-        };
-        full.display().to_string()
+        if self.files_with_results > 0 {
+            self.out.push_str("--\n");
+        }
+        self.files_with_results += 1;
+        self.out.push_counted(text, lines);
+        let matches = usize::try_from(matches).unwrap_or(usize::MAX);
+        self.seen += matches;
+        self.shown += matches;
+        for sample in samples {
+            if self.structured.len() < 1000 {
+                self.structured.push(sample);
+            }
+        }
+        Flow::Continue
     }
 
     fn full(&self) -> bool {

@@ -269,7 +269,13 @@ fn a_cancelled_walk_stops() {
     let token = tokio_util::sync::CancellationToken::new();
     token.cancel();
     let filters = crate::search::walk::Filters::new(&ws.root(), None, None).unwrap();
-    let result = crate::search::walk::collect_files(&ws.root(), &filters, &|_| true, &token);
+    let result = crate::search::walk::collect_files(
+        &ws.root(),
+        &filters,
+        &|_| true,
+        crate::search::walk::Stat::Walker,
+        &token,
+    );
     assert!(matches!(result, Err(ToolError::Cancelled)));
 }
 
@@ -280,4 +286,64 @@ async fn files_reached_through_a_swapped_symlink_are_not_read() {
     ws.symlink(ws.outside(), "link");
     let text = ws.text("grep", json!({"pattern": "password"})).await;
     assert!(text.contains("No matches"), "{text}");
+}
+
+#[tokio::test]
+async fn direct_and_paged_content_are_the_same_lines() {
+    let ws = TestWorkspace::new();
+    for i in 0..5 {
+        file(
+            &ws,
+            &format!("f{i}.txt"),
+            &"a\nhit\nb\nc\nd\nhit\ne\n".repeat(3),
+            10 + i,
+        );
+    }
+    let args = |limit: usize| json!({"pattern": "hit", "output_mode": "content", "context": 1, "head_limit": limit});
+    let direct = ws.text("grep", args(0)).await;
+    let paged = ws.text("grep", args(1000)).await;
+    // Unpaged output comes in walk order, paged output newest first: the same lines either way.
+    let body = |text: &str| {
+        let mut lines: Vec<String> = text
+            .lines()
+            .filter(|l| !l.starts_with('['))
+            .map(str::to_owned)
+            .collect();
+        lines.sort();
+        lines
+    };
+    assert_eq!(body(&direct), body(&paged));
+    assert!(direct.contains("--\n"), "{direct}");
+}
+
+#[derive(Default)]
+struct Recorded(std::sync::Mutex<Vec<crate::ProgressUpdate>>);
+
+impl crate::ProgressSink for Recorded {
+    fn report(&self, update: crate::ProgressUpdate) {
+        self.0.lock().unwrap().push(update);
+    }
+}
+
+#[tokio::test]
+async fn searches_report_progress() {
+    let ws = sample();
+    for args in [
+        json!({"pattern": "compute"}),
+        json!({"pattern": "compute", "head_limit": 0}),
+    ] {
+        let sink = std::sync::Arc::new(Recorded::default());
+        let ctx = crate::ToolContext::builder(std::sync::Arc::clone(&ws.env))
+            .progress(sink.clone())
+            .build();
+        ws.call_with(&ctx, "grep", args).await.unwrap();
+        let updates = sink.0.lock().unwrap();
+        assert!(
+            updates.iter().any(|u| u
+                .message
+                .as_deref()
+                .is_some_and(|m| m.starts_with("searching"))),
+            "{updates:?}"
+        );
+    }
 }
