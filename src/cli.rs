@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use gimlet_tools::ask::{Answer, Asker, BoxFuture, Question};
 use gimlet_tools::pipeline::{self, CallError};
+use gimlet_tools::sandbox::SandboxSetting;
 use gimlet_tools::{Approval, AskRequest, Content, DenyAsker, ToolContext, ToolEnv, ToolRegistry};
 use tracing_subscriber::EnvFilter;
 
@@ -17,6 +18,10 @@ pub(crate) struct GlobalArgs {
     /// A folder the tools may work in; repeat for more (default: the current directory).
     #[arg(long = "root", value_name = "DIR", global = true)]
     pub(crate) roots: Vec<PathBuf>,
+    /// Run commands in a sandbox: auto (where the kernel supports it), on (refuse commands
+    /// where it cannot), or off.
+    #[arg(long, value_name = "MODE", global = true, default_value = "auto")]
+    pub(crate) sandbox: SandboxArg,
     /// Log level on stderr: error, warn, info, debug or trace (`RUST_LOG` overrides it).
     #[arg(long, value_name = "LEVEL", global = true)]
     pub(crate) log_level: Option<String>,
@@ -39,8 +44,29 @@ pub(crate) fn report_error(err: &anyhow::Error) {
     let _ = writeln!(stderr, "gimlet: {err:#}");
 }
 
+/// `--sandbox` values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum SandboxArg {
+    Auto,
+    On,
+    Off,
+}
+
 fn env(global: &GlobalArgs) -> anyhow::Result<ToolEnv> {
-    let mut builder = ToolEnv::builder();
+    let sandbox = match global.sandbox {
+        SandboxArg::Auto => SandboxSetting::Auto,
+        SandboxArg::On => SandboxSetting::On,
+        SandboxArg::Off => SandboxSetting::Off,
+    };
+    let mut builder = ToolEnv::builder().sandbox(sandbox);
+    match std::env::current_exe() {
+        Ok(me) => builder = builder.exec_helper(me),
+        Err(err) => {
+            tracing::warn!(
+                "cannot find the gimlet binary to run commands with: {err}; bash is off"
+            );
+        }
+    }
     for root in &global.roots {
         builder = builder.root(root);
     }

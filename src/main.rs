@@ -40,6 +40,15 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // `gimlet __exec PLAN` is the command helper (see gimlet_tools::sandbox), not the CLI.
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if raw
+        .get(1)
+        .is_some_and(|a| a == gimlet_tools::sandbox::HELPER_ARG)
+    {
+        let code = gimlet_tools::sandbox::helper_main(&raw[2..]);
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let args = Args::parse();
     cli::init_logging(args.global.log_level.as_deref());
     // stdio serves one client: a single-threaded runtime avoids cross-thread hand-offs on every

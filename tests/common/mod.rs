@@ -85,6 +85,8 @@ pub struct Gimlet {
     pub handler: TestClient,
     pub root: TempDir,
     pub data: TempDir,
+    /// The server's process id.
+    pub pid: u32,
 }
 
 /// The path of the built binary.
@@ -126,12 +128,14 @@ impl Gimlet {
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap();
+        let pid = transport.id().unwrap();
         let client = handler.clone().serve(transport).await.unwrap();
         Self {
             client,
             handler,
             root,
             data,
+            pid,
         }
     }
 
@@ -206,4 +210,69 @@ pub fn err_text(result: &CallToolResult) -> String {
         text(result)
     );
     text(result)
+}
+
+/// A marker unique to one test, to find its processes by their command line.
+pub fn marker() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("{}{:04}.{}", 3000 + n, std::process::id() % 10_000, n)
+}
+
+/// Processes whose command line contains `needle`.
+pub fn processes_with(needle: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // Zombies are dead already.
+            let zombie = state
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z'));
+            !zombie
+                && String::from_utf8_lossy(&cmdline)
+                    .replace('\0', " ")
+                    .contains(needle)
+        })
+        .collect()
+}
+
+/// Waits up to `limit` for `check` to hold.
+pub async fn eventually(limit: std::time::Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    check()
+}
+
+/// Resident memory of a process, in KiB.
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Whether the sandbox works on this machine (the helper's probe).
+pub fn sandbox_works() -> bool {
+    let out = std::process::Command::new(binary())
+        .args(["__exec", "--probe"])
+        .output()
+        .unwrap();
+    let support: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    support["landlock"] != "none" && support["seccomp"] == true
 }

@@ -1,3 +1,4 @@
+mod bash;
 mod crash;
 mod file_tools;
 mod initialize;

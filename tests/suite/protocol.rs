@@ -31,6 +31,13 @@ async fn stdout_is_only_json_rpc_and_eof_ends_the_process() {
         json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "missing", "arguments": {}}}),
         json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "read", "arguments": {"path": []}}}),
     ];
+    // Drain stderr as it comes: trace logging would otherwise fill the pipe and block the server.
+    let mut stderr_pipe = child.stderr.take().unwrap();
+    let stderr_task = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = stderr_pipe.read_to_string(&mut text).await;
+        text
+    });
     let mut stdin = child.stdin.take().unwrap();
     for request in &requests {
         stdin
@@ -87,13 +94,6 @@ async fn stdout_is_only_json_rpc_and_eof_ends_the_process() {
     assert_eq!(by_id(4)["error"]["code"], -32602);
     assert_eq!(by_id(5)["result"]["isError"], true);
     // With trace logging on, the logs went to stderr, not stdout.
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .await
-        .unwrap();
+    let stderr = stderr_task.await.unwrap();
     assert!(!stderr.is_empty());
 }

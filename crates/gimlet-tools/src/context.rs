@@ -15,6 +15,7 @@ use crate::error::ToolError;
 use crate::fs::{ContentHash, FileStates, PathError, PathLocks, ResolvedPath, Root, RootSet};
 use crate::permission::{Access, Grants, PathAccess, Policy};
 use crate::pipeline::Hook;
+use crate::sandbox::{Exec, SandboxSetting};
 use crate::spill::SpillStore;
 use crate::tool::OutputLimits;
 
@@ -47,7 +48,7 @@ pub struct ToolEnv {
     policy: Arc<Policy>,
     limits: OutputLimits,
     spill: SpillStore,
-    sandbox: SandboxStatus,
+    exec: Arc<Exec>,
     client_name: Option<String>,
     settings: Arc<Settings>,
     hooks: Vec<Arc<dyn Hook>>,
@@ -80,9 +81,21 @@ impl ToolEnv {
         &self.spill
     }
 
-    /// Whether commands run sandboxed.
+    /// The command helper and the sandbox.
+    pub fn exec(&self) -> &Arc<Exec> {
+        &self.exec
+    }
+
+    /// Whether commands run sandboxed. Blocking the first time (it waits for the sandbox probe
+    /// started at build time, usually done by then).
     pub fn sandbox(&self) -> SandboxStatus {
-        self.sandbox
+        match self.exec.setting() {
+            SandboxSetting::Off => SandboxStatus::Off,
+            SandboxSetting::Auto | SandboxSetting::On if self.exec.sandboxed() => {
+                SandboxStatus::Enforced
+            }
+            SandboxSetting::Auto | SandboxSetting::On => SandboxStatus::Unavailable,
+        }
     }
 
     /// The connected client's name, when known.
@@ -118,7 +131,7 @@ impl ToolEnv {
             policy: Arc::clone(&self.policy),
             limits: self.limits,
             spill: self.spill.clone(),
-            sandbox: self.sandbox,
+            exec: Arc::clone(&self.exec),
             client_name,
             settings: Arc::clone(&self.settings),
             hooks: self.hooks.clone(),
@@ -134,7 +147,8 @@ pub struct ToolEnvBuilder {
     policy: Option<Policy>,
     limits: Option<OutputLimits>,
     spill_dir: Option<PathBuf>,
-    sandbox: SandboxStatus,
+    sandbox: SandboxSetting,
+    exec_helper: Option<PathBuf>,
     client_name: Option<String>,
     settings: Option<Settings>,
     hooks: Vec<Arc<dyn Hook>>,
@@ -196,10 +210,19 @@ impl ToolEnvBuilder {
         self
     }
 
-    /// Sets the sandbox status.
+    /// Sets the sandbox setting (`--sandbox`; default `auto`).
     #[must_use]
-    pub fn sandbox(mut self, sandbox: SandboxStatus) -> Self {
+    pub fn sandbox(mut self, sandbox: SandboxSetting) -> Self {
         self.sandbox = sandbox;
+        self
+    }
+
+    /// The program that runs commands: a binary that calls [`crate::sandbox::helper_main`]
+    /// when its first argument is [`crate::sandbox::HELPER_ARG`] (the `gimlet` binary does).
+    /// Without one, `bash` is not offered.
+    #[must_use]
+    pub fn exec_helper(mut self, path: impl Into<PathBuf>) -> Self {
+        self.exec_helper = Some(path.into());
         self
     }
 
@@ -248,7 +271,7 @@ impl ToolEnvBuilder {
             policy: Arc::new(self.policy.unwrap_or_default()),
             limits: self.limits.unwrap_or_default(),
             spill,
-            sandbox: self.sandbox,
+            exec: Arc::new(Exec::new(self.exec_helper, self.sandbox)),
             client_name: self.client_name,
             settings: Arc::new(self.settings.unwrap_or_default()),
             hooks: self.hooks,

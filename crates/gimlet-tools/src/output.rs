@@ -26,8 +26,10 @@ pub struct LongText {
     pub total_bytes: u64,
     /// Lines in the whole output.
     pub total_lines: u64,
-    /// The whole output, once it outgrew memory.
+    /// The whole output, once it outgrew memory (up to the buffer's cap: see `saved`).
     pub spill: Option<SpillFile>,
+    /// Bytes in the spill file: less than `total_bytes` when the output passed the cap.
+    pub saved: u64,
 }
 
 impl LongText {
@@ -40,6 +42,7 @@ impl LongText {
             tail: String::new(),
             total_lines,
             spill: None,
+            saved: 0,
         }
     }
 }
@@ -60,6 +63,8 @@ pub struct OutputBuffer {
     last_byte: Option<u8>,
     spill: Option<(BufWriter<File>, SpillFile)>,
     spill_failed: bool,
+    max_spill: u64,
+    saved: u64,
 }
 
 impl std::fmt::Debug for OutputBuffer {
@@ -83,7 +88,16 @@ impl OutputBuffer {
             last_byte: None,
             spill: None,
             spill_failed: false,
+            max_spill: u64::MAX,
+            saved: 0,
         }
+    }
+
+    /// Stops the spill file from growing past `bytes` (the in-memory tail keeps following).
+    #[must_use]
+    pub fn with_max_spill(mut self, bytes: u64) -> Self {
+        self.max_spill = bytes;
+        self
     }
 
     /// Bytes written so far.
@@ -120,11 +134,16 @@ impl OutputBuffer {
         if self.spill.is_none() && !self.spill_failed && self.head.len() + bytes.len() > self.keep {
             self.start_spill();
         }
-        if let Some((writer, _)) = &mut self.spill
-            && writer.write_all(bytes).is_err()
-        {
-            self.spill = None;
-            self.spill_failed = true;
+        if let Some((writer, _)) = &mut self.spill {
+            let room =
+                usize::try_from(self.max_spill.saturating_sub(self.saved)).unwrap_or(usize::MAX);
+            let part = &bytes[..bytes.len().min(room)];
+            if writer.write_all(part).is_err() {
+                self.spill = None;
+                self.spill_failed = true;
+            } else {
+                self.saved += part.len() as u64;
+            }
         }
         let room = self.keep.saturating_sub(self.head.len());
         if room > 0 {
@@ -144,6 +163,7 @@ impl OutputBuffer {
             Ok((file, spill)) => {
                 let mut writer = BufWriter::with_capacity(64 * 1024, file);
                 if writer.write_all(self.head.as_bytes()).is_ok() {
+                    self.saved = self.head.len() as u64;
                     self.spill = Some((writer, spill));
                     return;
                 }
@@ -160,9 +180,10 @@ impl OutputBuffer {
     pub fn finish(self) -> LongText {
         let total_lines =
             self.newlines + u64::from(self.total_bytes > 0 && self.last_byte != Some(b'\n'));
+        let saved = self.saved;
         let spill = self.spill.and_then(|(mut writer, mut spill)| {
             writer.flush().ok()?;
-            spill.size = self.total_bytes;
+            spill.size = saved;
             Some(spill)
         });
         let tail = if spill.is_some() || self.spill_failed {
@@ -182,6 +203,7 @@ impl OutputBuffer {
             total_bytes: self.total_bytes,
             total_lines,
             spill,
+            saved,
         }
     }
 }
@@ -207,7 +229,8 @@ mod tests {
                 tail: String::new(),
                 total_bytes: 5,
                 total_lines: 3,
-                spill: None
+                spill: None,
+                saved: 0,
             }
         );
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
@@ -234,5 +257,22 @@ mod tests {
         let spill = text.spill.unwrap();
         assert_eq!(std::fs::read_to_string(&spill.path).unwrap(), all);
         assert_eq!(spill.size, all.len() as u64);
+    }
+
+    #[test]
+    fn the_spill_file_stops_at_its_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SpillStore::open(dir.path()).unwrap();
+        let mut buffer = OutputBuffer::new(&store, 10).with_max_spill(100);
+        for _ in 0..50 {
+            buffer.push_str("0123456789\n");
+        }
+        let text = buffer.finish();
+        assert_eq!((text.total_bytes, text.saved), (550, 100));
+        assert_eq!(
+            std::fs::metadata(&text.spill.unwrap().path).unwrap().len(),
+            100
+        );
+        assert_eq!(text.tail, "0123456789\n"[1..].to_owned());
     }
 }

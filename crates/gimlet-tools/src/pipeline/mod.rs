@@ -62,6 +62,13 @@ pub struct CallReport {
     pub duration: Duration,
 }
 
+/// Resolves a permission decided during execution (a tool that must ask mid-call, e.g. to run a
+/// command again outside the sandbox): `Allow` passes, `Deny` refuses, `Ask` asks the user the
+/// way the permission stage does.
+pub async fn authorize(permission: crate::Permission, ctx: &ToolContext) -> Result<(), ToolError> {
+    permission::resolve(permission, ctx).await
+}
+
 /// Runs one call through every stage. `Err` only when no such tool exists.
 pub async fn run(
     registry: &ToolRegistry,

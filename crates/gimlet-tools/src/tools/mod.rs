@@ -1,6 +1,9 @@
 //! The built-in tools, one file each.
 
 mod apply_patch;
+mod bash;
+mod bash_kill;
+mod bash_output;
 mod edit;
 mod glob;
 mod grep;
@@ -11,6 +14,10 @@ mod undo;
 mod write;
 
 pub use apply_patch::{ApplyPatchArgs, ApplyPatchTool};
+pub(crate) use bash::MAX_LOG_BYTES;
+pub use bash::{BashArgs, BashTool};
+pub use bash_kill::{BashKillArgs, BashKillTool};
+pub use bash_output::{BashOutputArgs, BashOutputTool};
 pub use edit::{EditArgs, EditTool};
 pub use glob::{GlobArgs, GlobTool};
 pub use grep::{GrepArgs, GrepTool, OutputMode};
@@ -33,4 +40,7 @@ pub(crate) fn register_builtins(registry: &mut ToolRegistry) {
     registry.register(GrepTool, ToolSource::Builtin);
     registry.register(GlobTool, ToolSource::Builtin);
     registry.register(LsTool, ToolSource::Builtin);
+    registry.register(BashTool::default(), ToolSource::Builtin);
+    registry.register(BashOutputTool, ToolSource::Builtin);
+    registry.register(BashKillTool, ToolSource::Builtin);
 }

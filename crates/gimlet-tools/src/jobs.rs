@@ -1,0 +1,210 @@
+//! Background commands of a session: started by `bash` with `run_in_background`, read with
+//! `bash_output`, stopped with `bash_kill`, and stopped when the session ends.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::output::{LongText, OutputBuffer};
+use crate::process::{Ending, Running};
+use crate::spill::SpillStore;
+
+/// Unread output kept per job; older unread output is dropped (the log keeps everything).
+const MAX_UNREAD: usize = 1024 * 1024;
+
+/// What a job is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JobStatus {
+    /// Still running.
+    Running,
+    /// Ended on its own.
+    Exited(i32),
+    /// Stopped by `bash_kill` or the session ending.
+    Killed,
+}
+
+/// One background command.
+pub(crate) struct Job {
+    pub(crate) id: String,
+    pub(crate) command: String,
+    pub(crate) sandboxed: bool,
+    pub(crate) started: Instant,
+    state: Mutex<JobState>,
+    stop: CancellationToken,
+    done: watch::Receiver<bool>,
+}
+
+struct JobState {
+    unread: Vec<u8>,
+    dropped: u64,
+    log: Option<OutputBuffer>,
+    finished_log: Option<LongText>,
+    status: JobStatus,
+    ended_after: Option<Duration>,
+}
+
+/// What `bash_output` hands back.
+#[derive(Debug)]
+pub(crate) struct Snapshot {
+    pub(crate) output: String,
+    pub(crate) dropped: u64,
+    pub(crate) status: JobStatus,
+    pub(crate) elapsed: Duration,
+    pub(crate) log: Option<crate::spill::SpillFile>,
+}
+
+impl Job {
+    /// New output since the last call, and the status.
+    pub(crate) fn take(&self) -> Snapshot {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let output = String::from_utf8_lossy(&std::mem::take(&mut state.unread)).into_owned();
+        let dropped = std::mem::take(&mut state.dropped);
+        Snapshot {
+            output,
+            dropped,
+            status: state.status,
+            elapsed: state.ended_after.unwrap_or_else(|| self.started.elapsed()),
+            log: state.finished_log.as_ref().and_then(|l| l.spill.clone()),
+        }
+    }
+
+    /// The status now.
+    pub(crate) fn status(&self) -> JobStatus {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .status
+    }
+
+    /// Stops the job (TERM, grace, KILL to everything it started) and waits for it to end.
+    pub(crate) async fn kill(&self, wait: Duration) -> bool {
+        self.stop.cancel();
+        let mut done = self.done.clone();
+        tokio::time::timeout(wait, done.wait_for(|d| *d))
+            .await
+            .is_ok()
+    }
+}
+
+/// The jobs of one session.
+#[derive(Default)]
+pub(crate) struct Jobs {
+    next: AtomicU64,
+    jobs: Mutex<Vec<Arc<Job>>>,
+}
+
+impl Jobs {
+    /// Starts reading a running command in the background and registers it.
+    pub(crate) fn start(
+        &self,
+        mut running: Running,
+        command: String,
+        sandboxed: bool,
+        spill: &SpillStore,
+    ) -> Arc<Job> {
+        let id = format!("job-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
+        let (done_tx, done_rx) = watch::channel(false);
+        let stop = CancellationToken::new();
+        let job = Arc::new(Job {
+            id,
+            command,
+            sandboxed,
+            started: running.started(),
+            state: Mutex::new(JobState {
+                unread: Vec::new(),
+                dropped: 0,
+                log: Some(
+                    OutputBuffer::new(spill, 256 * 1024)
+                        .with_max_spill(crate::tools::MAX_LOG_BYTES),
+                ),
+                finished_log: None,
+                status: JobStatus::Running,
+                ended_after: None,
+            }),
+            stop: stop.clone(),
+            done: done_rx,
+        });
+        let reader = Arc::clone(&job);
+        tokio::spawn(async move {
+            let outcome = running
+                .run(None, &stop, |bytes| {
+                    let mut state = reader.state.lock().unwrap_or_else(PoisonError::into_inner);
+                    if let Some(log) = &mut state.log {
+                        log.push_bytes(bytes);
+                    }
+                    state.unread.extend_from_slice(bytes);
+                    let excess = state.unread.len().saturating_sub(MAX_UNREAD);
+                    if excess > 0 {
+                        state.unread.drain(..excess);
+                        state.dropped += excess as u64;
+                    }
+                })
+                .await;
+            let mut state = reader.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.status = match outcome.ending {
+                Ending::Exited(code) => JobStatus::Exited(code),
+                Ending::TimedOut | Ending::Cancelled => JobStatus::Killed,
+            };
+            state.ended_after = Some(outcome.duration);
+            state.finished_log = state.log.take().map(OutputBuffer::finish);
+            drop(state);
+            let _ = done_tx.send(true);
+        });
+        self.jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Arc::clone(&job));
+        job
+    }
+
+    /// The job of an id.
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<Job>> {
+        self.jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|j| j.id == id)
+            .cloned()
+    }
+
+    /// The jobs, for messages: `job-1 (running: npm run dev)`.
+    pub(crate) fn describe(&self) -> String {
+        let jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
+        if jobs.is_empty() {
+            return String::from("this session has no background jobs");
+        }
+        let list: Vec<String> = jobs
+            .iter()
+            .map(|j| {
+                let status = match j.status() {
+                    JobStatus::Running => String::from("running"),
+                    JobStatus::Exited(code) => format!("exited {code}"),
+                    JobStatus::Killed => String::from("killed"),
+                };
+                let mut command = j.command.clone();
+                if command.chars().count() > 60 {
+                    command = command.chars().take(57).collect::<String>() + "...";
+                }
+                format!("{} ({status}: {command})", j.id)
+            })
+            .collect();
+        format!("this session's jobs: {}", list.join(", "))
+    }
+}
+
+impl Drop for Jobs {
+    /// The session ended: stop every job (the helper kills everything it started).
+    fn drop(&mut self) {
+        for job in self
+            .jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
+            job.stop.cancel();
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! Running one command through the helper ([`crate::sandbox`]): spawning it with a clean
+//! environment, streaming its output into bounded memory, and stopping it on time.
+
+use std::ffi::{OsStr, OsString};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use globset::{GlobBuilder, GlobSetBuilder};
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+use tokio::process::{Child, ChildStdin};
+
+use crate::config::BashSettings;
+use crate::sandbox::{HelperPlan, KILL_GRACE_MS, helper_args};
+
+/// Variables every command gets: nothing waits for a terminal, a pager, or an editor.
+pub(crate) const NON_INTERACTIVE: &[(&str, &str)] = &[
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("GIT_PAGER", "cat"),
+    ("PAGER", "cat"),
+    ("MANPAGER", "cat"),
+    ("SYSTEMD_PAGER", ""),
+    ("GIT_EDITOR", "true"),
+    ("EDITOR", "true"),
+    ("VISUAL", "true"),
+    ("DEBIAN_FRONTEND", "noninteractive"),
+    ("TERM", "dumb"),
+    ("NO_COLOR", "1"),
+    ("CLICOLOR", "0"),
+];
+
+/// The server's environment minus credentials, plus [`NON_INTERACTIVE`] and `TMPDIR`.
+pub(crate) fn command_env(
+    settings: &BashSettings,
+    tmpdir: Option<&Path>,
+) -> Vec<(OsString, OsString)> {
+    env_from(std::env::vars_os(), settings, tmpdir)
+}
+
+/// [`command_env`] over given variables.
+fn env_from(
+    vars: impl Iterator<Item = (OsString, OsString)>,
+    settings: &BashSettings,
+    tmpdir: Option<&Path>,
+) -> Vec<(OsString, OsString)> {
+    let mut deny = GlobSetBuilder::new();
+    for pattern in &settings.env_deny {
+        if let Ok(glob) = GlobBuilder::new(pattern).case_insensitive(true).build() {
+            deny.add(glob);
+        }
+    }
+    let deny = deny.build().unwrap_or_else(|_| globset::GlobSet::empty());
+    let keep = |name: &OsStr| {
+        let text = name.to_string_lossy();
+        settings.env_allow.iter().any(|a| *a == text) || !deny.is_match(text.as_ref())
+    };
+    let mut env: Vec<(OsString, OsString)> = vars
+        .filter(|(name, _)| keep(name))
+        .filter(|(name, _)| !NON_INTERACTIVE.iter().any(|(n, _)| name == n) && name != "TMPDIR")
+        .collect();
+    env.extend(
+        NON_INTERACTIVE
+            .iter()
+            .map(|(n, v)| (OsString::from(n), OsString::from(v))),
+    );
+    if let Some(tmp) = tmpdir {
+        env.push((OsString::from("TMPDIR"), tmp.as_os_str().to_owned()));
+    }
+    env
+}
+
+/// The shell: the configured one, `bash` if it is installed, or `/bin/sh`.
+pub(crate) fn shell(settings: &BashSettings) -> PathBuf {
+    if let Some(shell) = &settings.shell {
+        return shell.clone();
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("bash"))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| PathBuf::from("/bin/sh"))
+}
+
+/// A command running under the helper.
+pub(crate) struct Running {
+    child: Child,
+    /// Dropping this makes the helper stop the command and everything it started.
+    control: Option<ChildStdin>,
+    output: pipe::Receiver,
+    started: Instant,
+}
+
+impl std::fmt::Debug for Running {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Running")
+            .field("pid", &self.child.id())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Starts the helper for a plan. Its stdout and stderr are one pipe (combined output).
+pub(crate) fn spawn(
+    helper: &Path,
+    plan: &HelperPlan,
+    env: &[(OsString, OsString)],
+) -> std::io::Result<Running> {
+    let (reader, writer) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+    let writer_err: OwnedFd = writer.try_clone()?;
+    let mut command = tokio::process::Command::new(helper);
+    command
+        .args(helper_args(plan))
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::from(writer_err));
+    let mut child = command.spawn()?;
+    // Our copies of the write end must close, or the pipe never reaches end-of-file.
+    drop(command);
+    let control = child.stdin.take();
+    let output = pipe::Receiver::from_owned_fd(reader)?;
+    Ok(Running {
+        child,
+        control,
+        output,
+        started: Instant::now(),
+    })
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// It exited (the code, or 128 + the signal that ended it).
+    Exited(i32),
+    /// It ran out of time and was stopped.
+    TimedOut,
+    /// The call was cancelled (or the job stopped) and it was stopped.
+    Cancelled,
+}
+
+/// What a run leaves behind.
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    pub(crate) ending: Ending,
+    pub(crate) duration: Duration,
+}
+
+/// After the command exits, how long output still in flight may take to arrive.
+const DRAIN: Duration = Duration::from_millis(250);
+/// After asking the helper to stop, how long before it is killed outright.
+const STOP_DEADLINE: Duration = Duration::from_millis(KILL_GRACE_MS + 2000);
+
+impl Running {
+    /// When it started.
+    pub(crate) fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// Stops the command: TERM to everything it started, a grace, then KILL (the helper does it).
+    pub(crate) fn stop(&mut self) {
+        self.control.take();
+    }
+
+    /// Feeds output to `sink` until the command ends: it exits (plus a short drain), `deadline`
+    /// passes, or `cancel` fires. On timeout or cancel the command is stopped first.
+    pub(crate) async fn run(
+        &mut self,
+        deadline: Option<Instant>,
+        cancel: &tokio_util::sync::CancellationToken,
+        mut sink: impl FnMut(&[u8]),
+    ) -> Outcome {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut ending: Option<Ending> = None;
+        let mut exited: Option<i32> = None;
+        let mut drain_until: Option<tokio::time::Instant> = None;
+        let mut stop_until: Option<tokio::time::Instant> = None;
+        let far = tokio::time::Instant::now() + Duration::from_secs(365 * 24 * 3600);
+        let deadline = deadline.map_or(far, tokio::time::Instant::from_std);
+        loop {
+            tokio::select! {
+                read = self.output.read(&mut buf) => match read {
+                    Ok(0) | Err(_) => {
+                        if exited.is_some() {
+                            break;
+                        }
+                        // The output closed before the helper exited: wait for its exit.
+                        drain_until.get_or_insert(tokio::time::Instant::now() + STOP_DEADLINE);
+                        if let Ok(status) = tokio::time::timeout(STOP_DEADLINE, self.child.wait()).await {
+                            exited = Some(code_of(status.ok()));
+                        }
+                        break;
+                    }
+                    Ok(n) => sink(&buf[..n]),
+                },
+                status = self.child.wait(), if exited.is_none() => {
+                    exited = Some(code_of(status.ok()));
+                    drain_until = Some(tokio::time::Instant::now() + DRAIN);
+                }
+                () = tokio::time::sleep_until(drain_until.unwrap_or(far)), if drain_until.is_some() => break,
+                () = tokio::time::sleep_until(deadline), if ending.is_none() && exited.is_none() => {
+                    ending = Some(Ending::TimedOut);
+                    self.stop();
+                    stop_until = Some(tokio::time::Instant::now() + STOP_DEADLINE);
+                }
+                () = cancel.cancelled(), if ending.is_none() && exited.is_none() => {
+                    ending = Some(Ending::Cancelled);
+                    self.stop();
+                    stop_until = Some(tokio::time::Instant::now() + STOP_DEADLINE);
+                }
+                () = tokio::time::sleep_until(stop_until.unwrap_or(far)), if stop_until.is_some() && exited.is_none() => {
+                    // The helper did not stop in time: kill it; its output pipe then closes.
+                    let _ = self.child.start_kill();
+                    stop_until = None;
+                }
+            }
+        }
+        let ending = ending.unwrap_or(Ending::Exited(exited.unwrap_or(-1)));
+        Outcome {
+            ending,
+            duration: self.started.elapsed(),
+        }
+    }
+}
+
+fn code_of(status: Option<std::process::ExitStatus>) -> i32 {
+    status.map_or(-1, |s| {
+        s.code()
+            .unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&s).unwrap_or(0))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_are_left_out_and_prompts_switched_off() {
+        let vars = [
+            ("PATH", "/usr/bin"),
+            ("GITHUB_TOKEN", "t"),
+            ("aws_secret_access_key", "s"),
+            ("OPENAI_API_KEY", "k"),
+            ("DB_PASSWORD", "p"),
+            ("KEEP_THIS_KEY", "kept"),
+            ("PAGER", "less"),
+            ("TMPDIR", "/elsewhere"),
+        ];
+        let vars = vars
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)));
+        let settings = BashSettings {
+            env_allow: vec![String::from("KEEP_THIS_KEY")],
+            ..BashSettings::default()
+        };
+        let env = env_from(vars, &settings, Some(Path::new("/tmp/x")));
+        let get = |name: &str| {
+            env.iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.to_string_lossy().into_owned())
+        };
+        assert_eq!(get("PATH").as_deref(), Some("/usr/bin"));
+        assert_eq!(get("KEEP_THIS_KEY").as_deref(), Some("kept"));
+        for gone in [
+            "GITHUB_TOKEN",
+            "aws_secret_access_key",
+            "OPENAI_API_KEY",
+            "DB_PASSWORD",
+        ] {
+            assert_eq!(get(gone), None, "{gone}");
+        }
+        assert_eq!(get("PAGER").as_deref(), Some("cat"));
+        assert_eq!(get("TMPDIR").as_deref(), Some("/tmp/x"));
+        for (name, value) in NON_INTERACTIVE {
+            assert_eq!(get(name).as_deref(), Some(*value), "{name}");
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! `bash` with real processes: timeouts, leftovers, cancellation, floods, jobs, the sandbox.
+
+use std::time::{Duration, Instant};
+
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+use serde_json::json;
+
+use crate::common::{
+    Gimlet, TestClient, err_text, eventually, marker, ok_text, processes_with, rss_kib,
+    sandbox_works,
+};
+
+#[tokio::test]
+async fn output_exit_code_and_duration() {
+    let gimlet = Gimlet::start().await;
+    let result = gimlet
+        .call("bash", json!({"command": "echo out; echo err >&2; exit 3"}))
+        .await;
+    let text = ok_text(&result);
+    assert!(text.starts_with("out\nerr\n"), "{text}");
+    assert!(
+        text.contains("[exit code 3 (the command failed) · "),
+        "{text}"
+    );
+    let structured = result.structured_content.unwrap();
+    assert_eq!(structured["exit_code"], 3);
+    assert_eq!(structured["timed_out"], false);
+    assert_eq!(structured["background"], false);
+    assert_eq!(structured["sandboxed"], sandbox_works());
+    let text = ok_text(
+        &gimlet
+            .call("bash", json!({"command": "pwd", "workdir": "."}))
+            .await,
+    );
+    assert!(
+        text.starts_with(&gimlet.root().display().to_string()),
+        "{text}"
+    );
+    let text = err_text(
+        &gimlet
+            .call("bash", json!({"command": "true", "timeout_ms": 600_001}))
+            .await,
+    );
+    assert!(text.contains("at most 600000"), "{text}");
+    let text = err_text(
+        &gimlet
+            .call("bash", json!({"command": "true", "workdir": "/"}))
+            .await,
+    );
+    assert!(text.contains("outside the root folders"), "{text}");
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn a_timeout_kills_a_child_that_ignores_term() {
+    let gimlet = Gimlet::start().await;
+    let mark = marker();
+    let started = Instant::now();
+    let command = format!("trap '' TERM; sleep {mark} & wait; echo unreachable");
+    let result = gimlet
+        .call("bash", json!({"command": command, "timeout_ms": 1000}))
+        .await;
+    let elapsed = started.elapsed();
+    let text = err_text(&result);
+    assert!(text.contains("timed out after 1.0 s"), "{text}");
+    assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
+    assert_eq!(result.structured_content.unwrap()["timed_out"], true);
+    assert!(
+        eventually(Duration::from_secs(3), || processes_with(&mark).is_empty()).await,
+        "left {:?}",
+        processes_with(&mark)
+    );
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn leftovers_do_not_hold_the_call_and_stdin_is_closed() {
+    let gimlet = Gimlet::start().await;
+    let mark = marker();
+    let started = Instant::now();
+    let text = ok_text(
+        &gimlet
+            .call(
+                "bash",
+                json!({"command": format!("sleep {mark} & echo started")}),
+            )
+            .await,
+    );
+    assert!(text.starts_with("started\n"), "{text}");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(eventually(Duration::from_secs(3), || processes_with(&mark).is_empty()).await);
+    let started = Instant::now();
+    let text = ok_text(
+        &gimlet
+            .call(
+                "bash",
+                json!({"command": "cat; read line; echo \"eof ok\""}),
+            )
+            .await,
+    );
+    assert!(text.starts_with("eof ok"), "{text}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn cancelling_the_call_kills_the_command() {
+    let gimlet = Gimlet::start().await;
+    let mark = marker();
+    let call = gimlet.call("bash", json!({"command": format!("sleep {mark}")}));
+    // While the call is pending the command runs; then dropping the call makes the client send
+    // notifications/cancelled.
+    let (timed_out, was_running) = tokio::join!(
+        tokio::time::timeout(Duration::from_millis(1500), call),
+        eventually(Duration::from_millis(1200), || !processes_with(&mark)
+            .is_empty()),
+    );
+    assert!(timed_out.is_err() && was_running, "the command never ran");
+    assert!(
+        eventually(Duration::from_secs(4), || processes_with(&mark).is_empty()).await,
+        "still running"
+    );
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn an_output_flood_stays_in_bounded_memory() {
+    let gimlet = Gimlet::start().await;
+    ok_text(
+        &gimlet
+            .call("bash", json!({"command": "echo warm-up"}))
+            .await,
+    );
+    let before = rss_kib(gimlet.pid);
+    let result = gimlet
+        .call("bash", json!({"command": "yes", "timeout_ms": 5000}))
+        .await;
+    let after = rss_kib(gimlet.pid);
+    let text = err_text(&result);
+    assert!(
+        text.contains("[... ") && text.contains(" lines ("),
+        "the middle is cut: {}",
+        &text[..200.min(text.len())]
+    );
+    assert!(
+        text.contains("the saved log holds the first 64 MiB"),
+        "{}",
+        &text[text.len().saturating_sub(400)..]
+    );
+    assert!(text.len() < 60 * 1024);
+    let growth = after.saturating_sub(before);
+    assert!(
+        growth < 8 * 1024,
+        "the server grew by {growth} KiB ({before} -> {after})"
+    );
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn killing_the_server_takes_its_commands_with_it() {
+    let gimlet = Gimlet::start().await;
+    let (fore, back) = (marker(), marker());
+    ok_text(
+        &gimlet
+            .call(
+                "bash",
+                json!({"command": format!("sleep {back}"), "run_in_background": true}),
+            )
+            .await,
+    );
+    let call = gimlet.call("bash", json!({"command": format!("sleep {fore}")}));
+    let _ = tokio::time::timeout(Duration::from_millis(500), call).await;
+    assert!(eventually(Duration::from_secs(2), || !processes_with(&back).is_empty()).await);
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(i32::try_from(gimlet.pid).unwrap()).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    assert!(
+        eventually(Duration::from_secs(4), || processes_with(&fore).is_empty()
+            && processes_with(&back).is_empty())
+        .await
+    );
+}
+
+#[tokio::test]
+async fn background_jobs_from_start_to_kill() {
+    let gimlet = Gimlet::start().await;
+    let mark = marker();
+    let command = format!("echo first; sleep 0.3; echo second; exec sleep {mark}");
+    let result = gimlet
+        .call(
+            "bash",
+            json!({"command": command, "run_in_background": true}),
+        )
+        .await;
+    let job = result.structured_content.as_ref().unwrap()["job_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(ok_text(&result).contains(&job));
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let text = ok_text(&gimlet.call("bash_output", json!({"job_id": job})).await);
+    assert!(
+        text.starts_with("first\nsecond\n") && text.contains(&format!("[{job} is running")),
+        "{text}"
+    );
+    let text = ok_text(&gimlet.call("bash_output", json!({"job_id": job})).await);
+    assert!(text.starts_with("(no new output)"), "{text}");
+    let text = ok_text(&gimlet.call("bash_kill", json!({"job_id": job})).await);
+    assert!(text.contains("was stopped"), "{text}");
+    assert!(eventually(Duration::from_secs(2), || processes_with(&mark).is_empty()).await);
+    let text = err_text(
+        &gimlet
+            .call("bash_output", json!({"job_id": "job-99"}))
+            .await,
+    );
+    assert!(
+        text.contains("no background job `job-99`") && text.contains(&format!("{job} (killed")),
+        "{text}"
+    );
+    let done = gimlet
+        .call(
+            "bash",
+            json!({"command": "echo quick", "run_in_background": true}),
+        )
+        .await;
+    let done_id = done.structured_content.unwrap()["job_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let text = ok_text(&gimlet.call("bash_output", json!({"job_id": done_id})).await);
+    assert!(
+        text.starts_with("quick\n") && text.contains("exited with code 0"),
+        "{text}"
+    );
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn the_sandbox_confines_writes_and_the_network() {
+    if !sandbox_works() {
+        skip("this kernel cannot enforce the sandbox (Landlock and seccomp)");
+        return;
+    }
+    let gimlet = Gimlet::start().await;
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("escaped.txt");
+    let text = ok_text(
+        &gimlet
+            .call(
+                "bash",
+                json!({"command": format!("echo x > {}", target.display())}),
+            )
+            .await,
+    );
+    assert!(
+        text.contains("Permission denied") && text.contains("looks blocked by the sandbox"),
+        "{text}"
+    );
+    assert!(!target.exists());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let text = ok_text(
+        &gimlet
+            .call(
+                "bash",
+                json!({"command": format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected")}),
+            )
+            .await,
+    );
+    assert!(!text.contains("connected\n"), "{text}");
+    assert!(text.contains("Operation not permitted"), "{text}");
+    let text = ok_text(&gimlet.call("bash", json!({"command": "mkdir -p sub && echo inside > sub/file.txt && cat sub/file.txt"})).await);
+    assert!(
+        text.starts_with("inside\n") && text.contains("sandboxed]"),
+        "{text}"
+    );
+    std::fs::create_dir_all(gimlet.root().join(".git")).unwrap();
+    std::fs::write(gimlet.root().join(".git/config"), "[core]\n").unwrap();
+    let text = ok_text(
+        &gimlet
+            .call(
+                "bash",
+                json!({"command": "echo evil >> .git/config; touch .mcp.json; mkdir -p .vscode"}),
+            )
+            .await,
+    );
+    assert_eq!(
+        std::fs::read_to_string(gimlet.root().join(".git/config")).unwrap(),
+        "[core]\n",
+        "{text}"
+    );
+    assert!(
+        !gimlet.root().join(".mcp.json").exists() && !gimlet.root().join(".vscode").exists(),
+        "{text}"
+    );
+    assert!(text.contains(".mcp.json, a protected path"), "{text}");
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn a_blocked_command_runs_again_outside_the_sandbox_when_the_user_approves() {
+    if !sandbox_works() {
+        skip("this kernel cannot enforce the sandbox (Landlock and seccomp)");
+        return;
+    }
+    let client = TestClient::answering(|request: &ElicitRequestParams| {
+        let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
+            return ElicitResult::new(ElicitationAction::Decline);
+        };
+        assert!(message.contains("outside the sandbox"), "{message}");
+        ElicitResult::new(ElicitationAction::Accept).with_content(json!({"decision": "allow_once"}))
+    });
+    let gimlet = Gimlet::start_with(client, &[]).await;
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("approved.txt");
+    let text = ok_text(&gimlet.call("bash", json!({"command": format!("echo ok > {} && cat {}", target.display(), target.display())})).await);
+    assert!(
+        text.contains("ran again outside the sandbox") && text.contains("not sandboxed"),
+        "{text}"
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "ok\n");
+    assert_eq!(gimlet.handler.elicitations.lock().unwrap().len(), 1);
+    gimlet.stop().await;
+}
+
+/// Says on stderr why a test did not run.
+fn skip(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {why}");
+}
