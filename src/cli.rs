@@ -7,9 +7,13 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use gimlet_tools::ask::{Answer, Asker, BoxFuture, Question};
+use gimlet_tools::audit::AuditLog;
+use gimlet_tools::config::{ConfigFile, PROJECT_FILE};
 use gimlet_tools::pipeline::{self, CallError};
 use gimlet_tools::sandbox::SandboxSetting;
-use gimlet_tools::{Approval, AskRequest, Content, DenyAsker, ToolContext, ToolEnv, ToolRegistry};
+use gimlet_tools::{
+    Approval, AskRequest, Content, DenyAsker, Mode, ToolContext, ToolEnv, ToolRegistry,
+};
 use tracing_subscriber::EnvFilter;
 
 /// Flags every command takes.
@@ -25,6 +29,41 @@ pub(crate) struct GlobalArgs {
     /// Log level on stderr: error, warn, info, debug or trace (`RUST_LOG` overrides it).
     #[arg(long, value_name = "LEVEL", global = true)]
     pub(crate) log_level: Option<String>,
+    /// The config file: permission rules, tool settings, limits, budgets (default:
+    /// `gimlet/config.toml` in the user's config directory, if it exists).
+    #[arg(long, value_name = "FILE", global = true, env = "GIMLET_CONFIG")]
+    pub(crate) config: Option<PathBuf>,
+    /// The permission mode: default (asks outside the roots and for unsandboxed commands),
+    /// strict (every change and command asks), trusted (never asks; roots and deny rules
+    /// hold), read-only (only read-only tools). Overrides the config file's.
+    #[arg(long, value_name = "MODE", global = true)]
+    pub(crate) mode: Option<ModeArg>,
+    /// Append one JSON line per call to this file.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub(crate) audit_log: Option<PathBuf>,
+    /// How long a permission question waits for the user, in seconds; no answer is a no.
+    #[arg(long, value_name = "SECONDS", global = true, default_value_t = 300)]
+    pub(crate) ask_timeout: u64,
+}
+
+/// `--mode` values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum ModeArg {
+    Default,
+    Strict,
+    Trusted,
+    ReadOnly,
+}
+
+impl From<ModeArg> for Mode {
+    fn from(mode: ModeArg) -> Self {
+        match mode {
+            ModeArg::Default => Self::Default,
+            ModeArg::Strict => Self::Strict,
+            ModeArg::Trusted => Self::Trusted,
+            ModeArg::ReadOnly => Self::ReadOnly,
+        }
+    }
 }
 
 /// Logs go to stderr: in stdio mode stdout is the protocol.
@@ -52,13 +91,58 @@ pub(crate) enum SandboxArg {
     Off,
 }
 
-fn env(global: &GlobalArgs) -> anyhow::Result<ToolEnv> {
+/// The user's config file, tightened by each root's `.gimlet.toml`.
+fn config(global: &GlobalArgs) -> anyhow::Result<ConfigFile> {
+    let mut config = match &global.config {
+        Some(path) => ConfigFile::load(path)?,
+        None => match ConfigFile::default_path() {
+            Some(path) => ConfigFile::load_if_present(&path)?.unwrap_or_default(),
+            None => ConfigFile::default(),
+        },
+    };
+    let roots = if global.roots.is_empty() {
+        vec![
+            std::env::current_dir()
+                .context("the current directory is unavailable; pass --root DIR")?,
+        ]
+    } else {
+        global.roots.clone()
+    };
+    for root in roots {
+        let path = root.join(PROJECT_FILE);
+        if let Some(project) = ConfigFile::load_if_present(&path)? {
+            let ignored = config.tighten_with(project);
+            if !ignored.is_empty() {
+                tracing::warn!(
+                    "{}: a project config can only tighten; ignored {}",
+                    path.display(),
+                    ignored.join(", ")
+                );
+            }
+        }
+    }
+    Ok(config)
+}
+
+/// The environment and the tools, from the flags and the config files.
+fn setup(global: &GlobalArgs) -> anyhow::Result<(ToolEnv, ToolRegistry)> {
+    let config = config(global)?;
     let sandbox = match global.sandbox {
         SandboxArg::Auto => SandboxSetting::Auto,
         SandboxArg::On => SandboxSetting::On,
         SandboxArg::Off => SandboxSetting::Off,
     };
-    let mut builder = ToolEnv::builder().sandbox(sandbox);
+    let mut builder = ToolEnv::builder()
+        .sandbox(sandbox)
+        .policy(config.policy(global.mode.map(Mode::from))?)
+        .limits(config.limits())
+        .settings(config.tools.clone())
+        .budget(config.budget);
+    if let Some(path) = &global.audit_log {
+        let log = AuditLog::open(path)
+            .with_context(|| format!("cannot open the audit log {}", path.display()))?;
+        builder = builder.audit(log);
+    }
     match std::env::current_exe() {
         Ok(me) => builder = builder.exec_helper(me),
         Err(err) => {
@@ -70,20 +154,28 @@ fn env(global: &GlobalArgs) -> anyhow::Result<ToolEnv> {
     for root in &global.roots {
         builder = builder.root(root);
     }
-    Ok(builder.build()?)
+    let mut registry = ToolRegistry::builtin();
+    for name in &config.disabled_tools {
+        if registry.get(name).is_none() {
+            tracing::warn!("the config disables `{name}`, but there is no such tool");
+        }
+        registry.disable(name);
+    }
+    Ok((builder.build()?, registry))
 }
 
 /// `gimlet serve`: MCP over stdio.
 pub(crate) async fn serve(global: &GlobalArgs) -> anyhow::Result<ExitCode> {
-    let env = env(global)?;
-    gimlet_mcp::serve(gimlet_mcp::ServerConfig::new(env, ToolRegistry::builtin())).await?;
+    let (env, registry) = setup(global)?;
+    let config = gimlet_mcp::ServerConfig::new(env, registry)
+        .ask_timeout(std::time::Duration::from_secs(global.ask_timeout));
+    gimlet_mcp::serve(config).await?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// `gimlet tools`: the tool list.
 pub(crate) async fn tools(global: &GlobalArgs, json: bool) -> anyhow::Result<ExitCode> {
-    let env = env(global)?;
-    let registry = ToolRegistry::builtin();
+    let (env, registry) = setup(global)?;
     let mut out = std::io::stdout().lock();
     if json {
         let list = gimlet_mcp::tools_json(&env, &registry).await;
@@ -106,8 +198,8 @@ pub(crate) async fn call(
 ) -> anyhow::Result<ExitCode> {
     let input: serde_json::Value = serde_json::from_str(input)
         .with_context(|| format!("the arguments are not valid JSON: {input}"))?;
-    let env = Arc::new(env(global)?);
-    let registry = ToolRegistry::builtin();
+    let (env, registry) = setup(global)?;
+    let env = Arc::new(env);
     let asker: Arc<dyn Asker> = if std::io::stdin().is_terminal() {
         Arc::new(TerminalAsker)
     } else {

@@ -2,6 +2,10 @@
 
 #![allow(dead_code, reason = "not every test uses every helper")]
 #![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
+#![expect(
+    deprecated,
+    reason = "roots are deprecated in 2026-07-28 but still served"
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -9,7 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
-    ElicitResult, ElicitationAction, Implementation, ProgressNotificationParam,
+    ElicitResult, ElicitationAction, Implementation, ListRootsResult, ProgressNotificationParam,
+    Root,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -27,6 +32,10 @@ pub struct TestClient {
     pub elicit: Option<Elicit>,
     pub elicitations: Arc<Mutex<Vec<ElicitRequestParams>>>,
     pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    /// Waits this long before answering an elicitation.
+    pub elicit_delay: Option<std::time::Duration>,
+    /// When set, the client declares roots and lists these `file://` URIs.
+    pub roots: Option<Arc<Mutex<Vec<String>>>>,
 }
 
 impl TestClient {
@@ -50,11 +59,18 @@ impl TestClient {
 
 impl ClientHandler for TestClient {
     fn get_info(&self) -> ClientConfig {
-        let caps = if self.elicit.is_some() {
+        let mut caps = if self.elicit.is_some() {
             ClientCapabilities::builder().enable_elicitation().build()
         } else {
             ClientCapabilities::default()
         };
+        if self.roots.is_some() {
+            caps.roots = ClientCapabilities::builder()
+                .enable_roots()
+                .enable_roots_list_changed()
+                .build()
+                .roots;
+        }
         ClientConfig::new(caps, Implementation::new("gimlet-tests", "0.0.0"))
     }
 
@@ -64,10 +80,27 @@ impl ClientHandler for TestClient {
         _rc: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         self.elicitations.lock().unwrap().push(request.clone());
+        if let Some(delay) = self.elicit_delay {
+            tokio::time::sleep(delay).await;
+        }
         Ok(match &self.elicit {
             Some(answer) => answer(&request),
             None => ElicitResult::new(ElicitationAction::Decline),
         })
+    }
+
+    async fn list_roots(
+        &self,
+        _rc: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let uris = self
+            .roots
+            .as_ref()
+            .map(|roots| roots.lock().unwrap().clone())
+            .unwrap_or_default();
+        Ok(ListRootsResult::new(
+            uris.into_iter().map(Root::new).collect(),
+        ))
     }
 
     async fn on_progress(

@@ -1,7 +1,9 @@
 mod bash;
 mod crash;
+mod escapes;
 mod file_tools;
 mod initialize;
+mod permissions;
 mod protocol;
 mod read_ls;
 mod tools_list;

@@ -6,6 +6,7 @@
 //! which rule or flag would allow the call. Decline, cancel, timeout and a malformed answer all
 //! mean no.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use gimlet_tools::ask::{Answer, Asker, BoxFuture, Question};
@@ -15,6 +16,8 @@ use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, Elicitat
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
+use crate::mrtr::{Round, Sealer};
+
 /// How long a question waits for the user by default.
 pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -22,11 +25,18 @@ pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(300);
 pub(crate) struct ElicitationAsker {
     rc: RequestContext<RoleServer>,
     timeout: Duration,
+    /// On 2026-07-28: the answers the call brought back, and how to seal the next question.
+    round: Option<(Arc<Sealer>, Round)>,
 }
 
 impl ElicitationAsker {
-    pub(crate) fn new(rc: RequestContext<RoleServer>, timeout: Duration) -> Self {
-        Self { rc, timeout }
+    /// An asker for one request; `round` when the client speaks 2026-07-28.
+    pub(crate) fn new(
+        rc: RequestContext<RoleServer>,
+        timeout: Duration,
+        round: Option<(Arc<Sealer>, Round)>,
+    ) -> Self {
+        Self { rc, timeout, round }
     }
 
     fn can_elicit(&self) -> bool {
@@ -181,6 +191,9 @@ impl Asker for ElicitationAsker {
                 };
                 return deny.approve(request, ctx).await;
             }
+            if let Some((sealer, round)) = &self.round {
+                return round.approve(request, sealer, |answer| approval_of(answer, request));
+            }
             let answer = self
                 .elicit(request.message(), approval_schema(request), self.timeout)
                 .await;
@@ -197,6 +210,11 @@ impl Asker for ElicitationAsker {
             if !self.can_elicit() {
                 return Answer::Unavailable(String::from(
                     "the MCP client offers no elicitation, so the user cannot be asked",
+                ));
+            }
+            if self.round.is_some() {
+                return Answer::Unavailable(String::from(
+                    "free questions are not put to MCP 2026-07-28 clients yet",
                 ));
             }
             let answer = self

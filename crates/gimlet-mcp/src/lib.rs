@@ -18,6 +18,7 @@
 
 mod ask;
 mod mapping;
+mod mrtr;
 mod progress;
 mod server;
 mod transport;
@@ -92,6 +93,14 @@ pub async fn tools_json(env: &ToolEnv, registry: &ToolRegistry) -> serde_json::V
     let specs = registry.init(env).await;
     let tools: Vec<rmcp::model::Tool> = specs.iter().map(mapping::tool).collect();
     serde_json::json!({ "tools": tools })
+}
+
+/// A fresh random id with a prefix, e.g. `stdio-3f9a0c12d4e5b6a7`.
+pub(crate) fn new_id(prefix: &str) -> String {
+    let mut bytes = [0u8; 8];
+    let _ = getrandom::fill(&mut bytes);
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{prefix}-{hex}")
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -8,24 +8,27 @@
     reason = "logging is deprecated in 2026-07-28 (SEP-2577) but still served"
 )]
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use gimlet_tools::fs::Root;
 use gimlet_tools::pipeline::{self, CallError};
 use gimlet_tools::{Session, ToolContext, ToolEnv, ToolError, ToolRegistry, ToolSpec};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, LoggingLevel, PaginatedRequestParams,
+    ListResourcesResult, ListToolsResult, LoggingLevel, PaginatedRequestParams, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
     ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig as InitializeResult,
     SetLevelRequestParams, Tool,
 };
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
 
 use crate::ask::ElicitationAsker;
 use crate::mapping;
+use crate::mrtr::{self, Round, Sealer};
 use crate::progress::ProgressBridge;
 
 /// What every session shares.
@@ -35,6 +38,8 @@ pub(crate) struct App {
     pub(crate) tools: Vec<Tool>,
     pub(crate) instructions: String,
     pub(crate) ask_timeout: Duration,
+    /// Seals the request state of 2026-07-28 questions.
+    pub(crate) sealer: Arc<Sealer>,
 }
 
 impl App {
@@ -53,6 +58,7 @@ impl App {
             tools,
             instructions,
             ask_timeout,
+            sealer: Arc::new(Sealer::new()),
         }
     }
 }
@@ -72,6 +78,56 @@ fn instructions(env: &ToolEnv, specs: &[ToolSpec]) -> String {
         }
     }
     text
+}
+
+/// How long the client may take to list its roots.
+const ROOTS_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Opens the folders behind `file://` root URIs; anything else is skipped with a warning.
+fn open_client_roots(uris: &[String]) -> Vec<Arc<Root>> {
+    let mut roots = Vec::new();
+    for uri in uris {
+        let Some(path) = file_uri_path(uri) else {
+            tracing::warn!(%uri, "ignoring a client root that is not a local file:// URI");
+            continue;
+        };
+        match Root::open(&path) {
+            Ok(root) => roots.push(Arc::new(root)),
+            Err(err) => tracing::warn!(%uri, "ignoring a client root: {err}"),
+        }
+    }
+    roots
+}
+
+/// The path of a `file://` URI (`file:///a%20b` -> `/a b`); `None` for other URIs or hosts.
+fn file_uri_path(uri: &str) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    let rest = uri.strip_prefix("file://")?;
+    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+    if !rest.starts_with('/') {
+        return None;
+    }
+    let bytes = rest.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'?' | b'#' => break,
+            byte => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    if out.contains(&0) {
+        return None;
+    }
+    Some(PathBuf::from(std::ffi::OsString::from_vec(out)))
 }
 
 /// Outputs this session saved, readable back as `gimlet://output/<id>` resources.
@@ -97,7 +153,19 @@ impl GimletServer {
         }
     }
 
-    fn context(&self, rc: &RequestContext<RoleServer>) -> ToolContext {
+    fn context(
+        &self,
+        rc: &RequestContext<RoleServer>,
+        params: &CallToolRequestParams,
+    ) -> ToolContext {
+        let round = rc
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
+            .then(|| {
+                let sealer = Arc::clone(&self.app.sealer);
+                let round = Round::new(params, &sealer);
+                (sealer, round)
+            });
         let mut builder = ToolContext::builder(Arc::clone(&self.app.env))
             .session(Arc::clone(&self.session))
             .call_id(rc.id.to_string())
@@ -105,11 +173,39 @@ impl GimletServer {
             .asker(Arc::new(ElicitationAsker::new(
                 rc.clone(),
                 self.app.ask_timeout,
+                round,
             )));
         if let Some(bridge) = ProgressBridge::start(rc.peer.clone(), rc.meta.get_progress_token()) {
             builder = builder.progress(Arc::new(bridge));
         }
         builder.build()
+    }
+
+    /// Asks the client for its roots (if it has any) and makes them this session's.
+    async fn refresh_roots(&self, peer: &Peer<RoleServer>) {
+        if peer
+            .peer_info()
+            .is_none_or(|info| info.capabilities.roots.is_none())
+        {
+            return;
+        }
+        let uris = match tokio::time::timeout(ROOTS_TIMEOUT, peer.list_roots()).await {
+            Ok(Ok(result)) => result.roots.into_iter().map(|root| root.uri),
+            Ok(Err(err)) => {
+                tracing::warn!("roots/list failed: {err}");
+                return;
+            }
+            Err(_) => {
+                tracing::warn!("the client did not answer roots/list in time");
+                return;
+            }
+        };
+        let uris: Vec<String> = uris.collect();
+        let roots = tokio::task::spawn_blocking(move || open_client_roots(&uris))
+            .await
+            .unwrap_or_default();
+        tracing::info!(count = roots.len(), "client roots");
+        self.session.set_client_roots(roots);
     }
 
     fn saved_outputs(&self) -> Vec<String> {
@@ -151,7 +247,7 @@ impl ServerHandler for GimletServer {
         params: CallToolRequestParams,
         rc: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let ctx = self.context(&rc);
+        let ctx = self.context(&rc, &params);
         let input = params.arguments.map_or(Value::Null, Value::Object);
         let registry = Arc::clone(&self.app.registry);
         let report =
@@ -172,12 +268,26 @@ impl ServerHandler for GimletServer {
                 }
                 Ok(mapping::success(output).into())
             }
-            Err(ToolError::InputRequired(_)) => Ok(mapping::failure(&ToolError::PermissionDenied(
-                String::from("this client must answer a question first, which it cannot do here"),
-            ))
-            .into()),
+            Err(ToolError::InputRequired(pending)) => match mrtr::input_required(&pending.state) {
+                Ok(result) => Ok(result.into()),
+                Err(err) => {
+                    tracing::error!("cannot put a question to the client: {err}");
+                    Ok(mapping::failure(&ToolError::PermissionDenied(String::from(
+                        "the question for the user could not be sent; nothing was run",
+                    )))
+                    .into())
+                }
+            },
             Err(err) => Ok(mapping::failure(&err).into()),
         }
+    }
+
+    async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
+        self.refresh_roots(&cx.peer).await;
+    }
+
+    async fn on_roots_list_changed(&self, cx: NotificationContext<RoleServer>) {
+        self.refresh_roots(&cx.peer).await;
     }
 
     async fn set_level(
@@ -251,5 +361,37 @@ impl ServerHandler for GimletServer {
         let contents =
             ResourceContents::text(text, request.uri.clone()).with_mime_type("text/plain");
         Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::file_uri_path;
+
+    #[test]
+    fn file_uris_become_paths() {
+        assert_eq!(
+            file_uri_path("file:///home/a%20b/c").as_deref(),
+            Some(Path::new("/home/a b/c"))
+        );
+        assert_eq!(
+            file_uri_path("file://localhost/srv").as_deref(),
+            Some(Path::new("/srv"))
+        );
+        assert_eq!(
+            file_uri_path("file:///x?y").as_deref(),
+            Some(Path::new("/x"))
+        );
+        for bad in [
+            "https://example.com/x",
+            "file://server/share",
+            "file:///a%00b",
+            "file:///a%zz",
+            "file:///a%2",
+        ] {
+            assert_eq!(file_uri_path(bad), None, "{bad}");
+        }
     }
 }

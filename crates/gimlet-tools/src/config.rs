@@ -1,10 +1,19 @@
-//! Tool settings: the parts of the config file that tools read.
+//! The config file (TOML): permissions, tool settings, output limits, budgets.
+//!
+//! The user's file (`--config FILE`, default `$XDG_CONFIG_HOME/gimlet/config.toml`) can set
+//! anything. A project's file (`.gimlet.toml` at a root) can only tighten: its deny and ask
+//! rules apply, its allow rules are ignored, its mode applies only if stricter, and it can
+//! disable tools and lower budgets and limits. Nothing a tool does can change either file
+//! (`.gimlet*` is a protected path, and the user's file lies outside the roots).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-/// Settings for the built-in tools. Every field has a default; the config file overrides.
+use crate::permission::{Mode, Rule, RuleAction};
+use crate::tool::OutputLimits;
+
+/// Settings for the built-in tools (`[tools]` in the config file).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
@@ -13,7 +22,7 @@ pub struct Settings {
     pub bash: BashSettings,
 }
 
-/// Settings of the `bash` tool.
+/// Settings of the `bash` tool (`[tools.bash]`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
@@ -46,5 +55,338 @@ impl Default for BashSettings {
             env_allow: Vec::new(),
             network: false,
         }
+    }
+}
+
+/// `[permissions]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PermissionsConfig {
+    /// The mode (`--mode` overrides).
+    pub mode: Option<Mode>,
+    /// The rules, in any order: deny beats ask beats allow.
+    pub rules: Vec<Rule>,
+}
+
+/// `[output]`: limits before truncation.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OutputConfig {
+    /// Lines (default 2000).
+    pub max_lines: Option<usize>,
+    /// Bytes (default 51200).
+    pub max_bytes: Option<usize>,
+}
+
+/// `[budget]`: per-session limits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Budget {
+    /// Calls per session at most.
+    pub max_calls: Option<u64>,
+    /// Seconds of tool time per session at most.
+    pub max_tool_seconds: Option<u64>,
+}
+
+/// The whole config file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ConfigFile {
+    /// `[permissions]`.
+    pub permissions: PermissionsConfig,
+    /// `[tools]`.
+    pub tools: Settings,
+    /// `[output]`.
+    pub output: OutputConfig,
+    /// Tools not offered.
+    pub disabled_tools: Vec<String>,
+    /// `[budget]`.
+    pub budget: Budget,
+    /// Deny and ask rules from project files (see [`ConfigFile::tighten_with`]).
+    #[serde(skip)]
+    pub project_rules: Vec<Rule>,
+    /// The strictest mode a project file asked for: it applies when stricter than the user's.
+    #[serde(skip)]
+    pub project_mode: Option<Mode>,
+}
+
+/// A config file that could not be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// It could not be read.
+    #[error("cannot read the config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// It is not valid.
+    #[error("the config file {path} is not valid: {message}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// What is wrong, with the line.
+        message: String,
+    },
+}
+
+/// The name of a project's config file, at a root.
+pub const PROJECT_FILE: &str = ".gimlet.toml";
+
+impl ConfigFile {
+    /// `$XDG_CONFIG_HOME/gimlet/config.toml` (or the platform's config directory).
+    pub fn default_path() -> Option<PathBuf> {
+        dirs::config_dir().map(|d| d.join("gimlet").join("config.toml"))
+    }
+
+    /// Parses TOML text; `path` is for messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Invalid {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Reads a file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Reads a file if it exists.
+    pub fn load_if_present(path: &Path) -> Result<Option<Self>, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Self::parse(&text, path).map(Some),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(ConfigError::Read {
+                path: path.display().to_string(),
+                source,
+            }),
+        }
+    }
+
+    /// Applies a project's file: only what tightens. Returns what was ignored, for a warning.
+    pub fn tighten_with(&mut self, project: ConfigFile) -> Vec<String> {
+        let mut ignored = Vec::new();
+        let allows = project
+            .permissions
+            .rules
+            .iter()
+            .filter(|r| r.action == RuleAction::Allow)
+            .count();
+        if allows > 0 {
+            ignored.push(format!("{allows} allow rule(s)"));
+        }
+        self.project_rules.extend(
+            project
+                .permissions
+                .rules
+                .into_iter()
+                .filter(|r| r.action != RuleAction::Allow),
+        );
+        if let Some(mode) = project.permissions.mode {
+            self.project_mode = Some(stricter(self.project_mode, mode));
+        }
+        self.disabled_tools.extend(project.disabled_tools);
+        self.budget.max_calls = min_some(self.budget.max_calls, project.budget.max_calls);
+        self.budget.max_tool_seconds = min_some(
+            self.budget.max_tool_seconds,
+            project.budget.max_tool_seconds,
+        );
+        self.output.max_lines = min_some(self.output.max_lines, project.output.max_lines);
+        self.output.max_bytes = min_some(self.output.max_bytes, project.output.max_bytes);
+        if project.tools.bash.network
+            || project.tools.bash.shell.is_some()
+            || !project.tools.bash.env_allow.is_empty()
+        {
+            ignored.push(String::from("[tools.bash] settings"));
+        }
+        ignored
+    }
+
+    /// The mode: `mode` (the command line) or the file's, unless a project asked for a
+    /// stricter one.
+    pub fn mode(&self, mode: Option<Mode>) -> Mode {
+        let user = mode.or(self.permissions.mode).unwrap_or_default();
+        match self.project_mode {
+            Some(project) => stricter(Some(user), project),
+            None => user,
+        }
+    }
+
+    /// The permission policy: [`ConfigFile::mode`], the user's rules, the projects' rules.
+    pub fn policy(
+        &self,
+        mode: Option<Mode>,
+    ) -> Result<crate::permission::Policy, crate::permission::RuleError> {
+        use crate::permission::{Policy, RuleOrigin};
+        Policy::new(self.mode(mode))
+            .with_rules(self.permissions.rules.iter().cloned(), RuleOrigin::User)?
+            .with_rules(self.project_rules.iter().cloned(), RuleOrigin::Project)
+    }
+
+    /// The output limits this file sets.
+    pub fn limits(&self) -> OutputLimits {
+        OutputLimits {
+            max_lines: self
+                .output
+                .max_lines
+                .unwrap_or(OutputLimits::DEFAULT.max_lines),
+            max_bytes: self
+                .output
+                .max_bytes
+                .unwrap_or(OutputLimits::DEFAULT.max_bytes),
+            ..OutputLimits::DEFAULT
+        }
+    }
+}
+
+/// How strict a mode is, for "a project may only tighten".
+fn strictness(mode: Mode) -> u8 {
+    match mode {
+        Mode::Trusted => 0,
+        Mode::Default => 1,
+        Mode::Strict => 2,
+        Mode::ReadOnly => 3,
+    }
+}
+
+fn stricter(a: Option<Mode>, b: Mode) -> Mode {
+    match a {
+        Some(a) if strictness(a) >= strictness(b) => a,
+        _ => b,
+    }
+}
+
+fn min_some<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    const USER: &str = r#"
+        disabled_tools = ["web_fetch"]
+
+        [permissions]
+        mode = "default"
+
+        [[permissions.rules]]
+        action = "allow"
+        tool = "bash"
+        pattern = "cargo test*"
+
+        [[permissions.rules]]
+        action = "deny"
+        tool = "write"
+        pattern = "secrets/**"
+
+        [tools.bash]
+        network = true
+        env_allow = ["GITHUB_TOKEN"]
+
+        [output]
+        max_lines = 500
+
+        [budget]
+        max_calls = 1000
+    "#;
+
+    #[test]
+    fn parses_the_documented_format() {
+        let config = ConfigFile::parse(USER, Path::new("config.toml")).unwrap();
+        assert_eq!(config.permissions.mode, Some(Mode::Default));
+        assert_eq!(config.permissions.rules.len(), 2);
+        assert_eq!(
+            config.permissions.rules[0].pattern.as_deref(),
+            Some("cargo test*")
+        );
+        assert!(config.tools.bash.network);
+        assert_eq!(config.limits().max_lines, 500);
+        assert_eq!(config.limits().max_bytes, 51_200);
+        assert_eq!(config.budget.max_calls, Some(1000));
+        assert_eq!(config.disabled_tools, vec!["web_fetch"]);
+    }
+
+    #[test]
+    fn mistakes_are_reported_with_their_place() {
+        let err = ConfigFile::parse("[permissions]\nmood = \"strict\"\n", Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("c.toml") && err.contains("mood"), "{err}");
+        let err = ConfigFile::parse(
+            "[[permissions.rules]]\naction = \"maybe\"\n",
+            Path::new("c.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("maybe"), "{err}");
+    }
+
+    #[test]
+    fn a_project_file_only_tightens() {
+        let mut config = ConfigFile::parse(USER, Path::new("config.toml")).unwrap();
+        let project = ConfigFile::parse(
+            r#"
+            disabled_tools = ["bash"]
+            [permissions]
+            mode = "trusted"
+            [[permissions.rules]]
+            action = "allow"
+            tool = "*"
+            [[permissions.rules]]
+            action = "ask"
+            tool = "edit"
+            pattern = "migrations/**"
+            [tools.bash]
+            network = true
+            [budget]
+            max_calls = 50
+            [output]
+            max_lines = 5000
+            "#,
+            Path::new(".gimlet.toml"),
+        )
+        .unwrap();
+        let ignored = config.tighten_with(project);
+        assert_eq!(
+            config.permissions.mode,
+            Some(Mode::Default),
+            "trusted is looser"
+        );
+        assert_eq!(config.project_rules.len(), 1);
+        assert_eq!(config.project_rules[0].action, RuleAction::Ask);
+        assert_eq!(config.disabled_tools, vec!["web_fetch", "bash"]);
+        assert_eq!(config.budget.max_calls, Some(50));
+        assert_eq!(
+            config.limits().max_lines,
+            500,
+            "the user's lower limit stays"
+        );
+        assert_eq!(ignored, vec!["1 allow rule(s)", "[tools.bash] settings"]);
+        let mut strict = ConfigFile::default();
+        let project =
+            ConfigFile::parse("[permissions]\nmode = \"strict\"\n", Path::new("p")).unwrap();
+        assert!(strict.tighten_with(project).is_empty());
+        assert_eq!(strict.mode(None), Mode::Strict);
+        assert_eq!(
+            strict.mode(Some(Mode::Trusted)),
+            Mode::Strict,
+            "--mode cannot loosen a project"
+        );
+        assert_eq!(strict.mode(Some(Mode::ReadOnly)), Mode::ReadOnly);
     }
 }

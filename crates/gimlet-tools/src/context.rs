@@ -10,7 +10,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::ask::{Asker, DenyAsker};
-use crate::config::Settings;
+use crate::audit::{AuditLog, Decision};
+use crate::config::{Budget, Settings};
 use crate::error::ToolError;
 use crate::fs::{ContentHash, FileStates, PathError, PathLocks, ResolvedPath, Root, RootSet};
 use crate::permission::{Access, Grants, PathAccess, Policy};
@@ -53,6 +54,8 @@ pub struct ToolEnv {
     settings: Arc<Settings>,
     hooks: Vec<Arc<dyn Hook>>,
     locks: Arc<PathLocks>,
+    budget: Budget,
+    audit: Option<Arc<AuditLog>>,
 }
 
 impl ToolEnv {
@@ -118,7 +121,17 @@ impl ToolEnv {
         &self.hooks
     }
 
-    /// Locks that serialise changes to one path, across calls and sessions.
+    /// The per-session budgets.
+    pub fn budget(&self) -> Budget {
+        self.budget
+    }
+
+    /// The audit log, if there is one.
+    pub fn audit(&self) -> Option<&AuditLog> {
+        self.audit.as_deref()
+    }
+
+    /// The locks that serialise changes to one path.
     pub fn locks(&self) -> &PathLocks {
         &self.locks
     }
@@ -136,6 +149,8 @@ impl ToolEnv {
             settings: Arc::clone(&self.settings),
             hooks: self.hooks.clone(),
             locks: Arc::clone(&self.locks),
+            budget: self.budget,
+            audit: self.audit.clone(),
         }
     }
 }
@@ -152,6 +167,8 @@ pub struct ToolEnvBuilder {
     client_name: Option<String>,
     settings: Option<Settings>,
     hooks: Vec<Arc<dyn Hook>>,
+    budget: Budget,
+    audit: Option<Arc<AuditLog>>,
 }
 
 /// Why a [`ToolEnv`] could not be built.
@@ -247,6 +264,20 @@ impl ToolEnvBuilder {
         self
     }
 
+    /// Sets per-session budgets (default: none).
+    #[must_use]
+    pub fn budget(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// Writes one line per call to this audit log.
+    #[must_use]
+    pub fn audit(mut self, log: AuditLog) -> Self {
+        self.audit = Some(Arc::new(log));
+        self
+    }
+
     /// Opens the roots and the spill directory.
     pub fn build(self) -> Result<ToolEnv, EnvError> {
         let mut paths = self.roots;
@@ -276,6 +307,8 @@ impl ToolEnvBuilder {
             settings: Arc::new(self.settings.unwrap_or_default()),
             hooks: self.hooks,
             locks: Arc::new(PathLocks::default()),
+            budget: self.budget,
+            audit: self.audit,
         })
     }
 }
@@ -424,6 +457,7 @@ struct ContextInner {
     approved: Mutex<Vec<PathBuf>>,
     resolved: Mutex<Vec<(String, ResolvedPath)>>,
     previews: Mutex<Vec<(PathBuf, Option<ContentHash>)>>,
+    decision: Mutex<Option<Decision>>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -586,6 +620,28 @@ impl ToolContext {
         previews.iter().find(|(p, _)| p == path).map(|(_, h)| *h)
     }
 
+    /// Records who decided this call's permission (the policy does; so does the ask stage).
+    /// A later record replaces an earlier one: the last word decides.
+    pub fn record_decision(&self, allowed: bool, by: impl Into<String>) {
+        *self
+            .inner
+            .decision
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Decision {
+            verdict: if allowed { "allow" } else { "deny" },
+            by: by.into(),
+        });
+    }
+
+    /// Who decided this call's permission, if anyone did yet.
+    pub fn decision(&self) -> Option<Decision> {
+        self.inner
+            .decision
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     fn is_approved(&self, path: &Path) -> bool {
         let approved = self
             .inner
@@ -713,6 +769,7 @@ impl ToolContextBuilder {
                 approved: Mutex::new(Vec::new()),
                 resolved: Mutex::new(Vec::new()),
                 previews: Mutex::new(Vec::new()),
+                decision: Mutex::new(None),
             }),
         }
     }

@@ -52,6 +52,9 @@ pub enum ToolError {
     /// and having the client call again (MCP 2026-07-28 "input required").
     #[error("this call needs the user's answer before it can run")]
     InputRequired(Box<PendingAsk>),
+    /// The session used up a budget (`[budget]` in the config).
+    #[error("{0}")]
+    BudgetExceeded(String),
     /// Any other failure, with a message for the model.
     #[error("{0}")]
     Failed(String),
@@ -88,6 +91,7 @@ impl ToolError {
             Self::Cancelled => "cancelled",
             Self::Io { .. } => "io",
             Self::InputRequired(_) => "input_required",
+            Self::BudgetExceeded(_) => "budget_exceeded",
             Self::Failed(_) => "failed",
         }
     }

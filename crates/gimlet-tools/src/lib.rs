@@ -30,6 +30,7 @@
 //! - [`tools`]: the built-in tools.
 
 pub mod ask;
+pub mod audit;
 pub mod config;
 pub mod context;
 mod error;
@@ -56,6 +57,7 @@ mod testutil;
 pub use ask::{Answer, Asker, DenyAsker, Question, ScriptedAsker};
 pub use context::{
     AccessKind, ProgressSink, ProgressUpdate, SandboxStatus, Session, ToolContext, ToolEnv,
+    ToolEnvBuilder,
 };
 pub use error::ToolError;
 pub use permission::{Access, Approval, AskRequest, Mode, Permission, Policy, Rule, RuleAction};

@@ -237,14 +237,18 @@ pub enum Approval {
     Unavailable(String),
     /// The transport must end this call and have the client answer first (MCP 2026-07-28).
     Pending(Box<PendingAsk>),
+    /// The user answered a question about an earlier state of the files: what the call would
+    /// do now is not what was shown. The call is refused as stale.
+    Outdated(String),
 }
 
 /// A question that must go back to the client before the call can run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingAsk {
-    /// The request, as the user should see it.
-    pub request: AskRequest,
-    /// Transport-specific data that the retried call must carry back.
+    /// What the user will be shown.
+    pub message: String,
+    /// Transport-specific data: what the transport needs to put the question to the client,
+    /// and what the retried call must carry back.
     pub state: serde_json::Value,
 }
 
@@ -279,6 +283,17 @@ pub enum RuleAction {
     Deny,
 }
 
+impl RuleAction {
+    /// `allow`, `ask` or `deny`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Ask => "ask",
+            Self::Deny => "deny",
+        }
+    }
+}
+
 /// Where a rule came from. A project's own config can only tighten.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RuleOrigin {
@@ -296,6 +311,19 @@ struct CompiledRule {
 }
 
 impl CompiledRule {
+    /// `rule deny bash "rm *" (user config)`, for the audit log.
+    fn describe(&self) -> String {
+        let action = self.rule.action.as_str();
+        let origin = match self.origin {
+            RuleOrigin::User => "user config",
+            RuleOrigin::Project => "project config",
+        };
+        match &self.rule.pattern {
+            Some(pattern) => format!("rule {action} {} `{pattern}` ({origin})", self.rule.tool),
+            None => format!("rule {action} {} ({origin})", self.rule.tool),
+        }
+    }
+
     fn applies(&self, tool: &str, access: &Access) -> bool {
         if self.rule.tool != "*" && self.rule.tool != tool {
             return false;
@@ -428,6 +456,7 @@ impl Policy {
     }
 
     /// Judges one call: the base decision of the mode for each access, moved by the rules.
+    /// Records on `ctx` who decided ([`ToolContext::record_decision`]).
     pub fn judge(
         &self,
         tool: &str,
@@ -436,15 +465,24 @@ impl Policy {
         ctx: &ToolContext,
     ) -> Permission {
         let mut asks: Vec<(AskReason, &Access)> = Vec::new();
+        let mut allowed_by: Vec<String> = Vec::new();
         for access in accesses {
-            match self.judge_one(tool, flags, access) {
-                Verdict::Allow => approve_outside(access, ctx),
-                Verdict::Deny(why) => return Permission::Deny(why),
+            let (verdict, by) = self.judge_one(tool, flags, access);
+            match verdict {
+                Verdict::Allow => {
+                    approve_outside(access, ctx);
+                    allowed_by.push(by);
+                }
+                Verdict::Deny(why) => {
+                    ctx.record_decision(false, by);
+                    return Permission::Deny(why);
+                }
                 Verdict::Ask(reason) => {
                     if reason != AskReason::ProtectedPath
                         && ctx.session().grants().covers(tool, access)
                     {
                         approve_outside(access, ctx);
+                        allowed_by.push(String::from("session grant"));
                         continue;
                     }
                     asks.push((reason, access));
@@ -452,6 +490,13 @@ impl Policy {
             }
         }
         let Some(&(reason, _)) = asks.first() else {
+            allowed_by.dedup();
+            let by = if allowed_by.is_empty() {
+                format!("mode {}", self.mode)
+            } else {
+                allowed_by.join(", ")
+            };
+            ctx.record_decision(true, by);
             return Permission::Allow;
         };
         let summary = asks
@@ -474,43 +519,64 @@ impl Policy {
         })
     }
 
-    fn judge_one(&self, tool: &str, flags: ToolFlags, access: &Access) -> Verdict {
+    /// One access: the verdict and who decided it (`mode default`, `rule deny bash rm*` ...).
+    fn judge_one(&self, tool: &str, flags: ToolFlags, access: &Access) -> (Verdict, String) {
+        let mode = || format!("mode {}", self.mode);
         let base = self.base(flags, access);
         if let Verdict::Deny(_) = base {
-            return base;
+            return (base, mode());
         }
-        let whole = self.strongest_rule(tool, access).map(|r| r.rule.action);
-        let action = match access {
+        let strongest = self.strongest_rule(tool, access);
+        let whole = strongest.map(|r| r.rule.action);
+        let (action, rule) = match access {
             // `git status*` must not allow `git status && rm -rf /`: a compound command is
             // allowed only when each of its parts is.
             Access::Execute {
                 parts: Some(parts), ..
             } if parts.len() > 1 => {
                 let per_part = self.judge_parts(tool, access);
-                whole.filter(|a| *a != RuleAction::Allow).max(per_part)
+                let whole = whole.filter(|a| *a != RuleAction::Allow);
+                if whole >= per_part {
+                    (whole, strongest.map(CompiledRule::describe))
+                } else {
+                    (
+                        per_part,
+                        per_part.map(|a| format!("{} rules on each part", a.as_str())),
+                    )
+                }
             }
             // What the splitter cannot read can never be allowed by a rule.
-            Access::Execute { parts: None, .. } => whole.filter(|a| *a != RuleAction::Allow),
-            _ => whole,
+            Access::Execute { parts: None, .. } => (
+                whole.filter(|a| *a != RuleAction::Allow),
+                strongest.map(CompiledRule::describe),
+            ),
+            _ => (whole, strongest.map(CompiledRule::describe)),
         };
+        let rule = rule.unwrap_or_else(mode);
         let unparsed = matches!(access, Access::Execute { parts: None, .. });
         match action {
-            Some(RuleAction::Deny) => Verdict::Deny(format!(
-                "a permission rule denies `{tool}` on `{}`; change the call or the rule in the config file",
-                access.subject()
-            )),
-            Some(RuleAction::Ask) => self.ask_or_deny(AskReason::Rule, access),
-            _ if matches!(base, Verdict::Ask(AskReason::ProtectedPath)) => base,
-            _ if unparsed && self.mode == Mode::Trusted && self.has_restricting_rules(tool) => {
+            Some(RuleAction::Deny) => (
+                Verdict::Deny(format!(
+                    "a permission rule denies `{tool}` on `{}`; change the call or the rule in the config file",
+                    access.subject()
+                )),
+                rule,
+            ),
+            Some(RuleAction::Ask) => (self.ask_or_deny(AskReason::Rule, access), rule),
+            _ if matches!(base, Verdict::Ask(AskReason::ProtectedPath)) => (base, mode()),
+            _ if unparsed && self.mode == Mode::Trusted && self.has_restricting_rules(tool) => (
                 Verdict::Deny(format!(
                     "`{}` uses shell features gimlet cannot check against the deny and ask rules, \
                      and the trusted mode never asks; write it as simple commands",
                     access.subject()
-                ))
+                )),
+                mode(),
+            ),
+            _ if unparsed && self.mode != Mode::Trusted => {
+                (Verdict::Ask(AskReason::UnparsedCommand), mode())
             }
-            _ if unparsed && self.mode != Mode::Trusted => Verdict::Ask(AskReason::UnparsedCommand),
-            Some(RuleAction::Allow) => Verdict::Allow,
-            None => base,
+            Some(RuleAction::Allow) => (Verdict::Allow, rule),
+            None => (base, mode()),
         }
     }
 

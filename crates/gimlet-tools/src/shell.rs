@@ -4,7 +4,7 @@
 //! them. [`split_command`] understands quotes, escapes, `&&`, `||`, `;`, `|`, `&`, newlines,
 //! subshells `( ... )` and groups `{ ...; }`, and redirections. Anything it cannot check (command
 //! substitution `$(...)` and backticks, process substitution `<(...)`, here-documents, `eval`,
-//! a nested `sh -c`/`bash -c`, or a variable as the command name) makes it return `None`: the
+//! a nested `sh -c`/`bash -c` or a shell reading its standard input (`| sh`), or a variable as the command name) makes it return `None`: the
 //! policy then asks, and no rule can allow the command.
 
 /// Words that run their arguments as code, so their arguments cannot be checked.
@@ -140,11 +140,13 @@ fn end_command(words: &mut Vec<String>, parts: &mut Vec<String>) -> Option<()> {
         return None;
     }
     let base = name.rsplit('/').next().unwrap_or(name);
+    // `sh -c '...'` runs a string; a bare `sh` (`curl ... | sh`) runs whatever it is fed.
     if SHELLS.contains(&base)
-        && command
+        && (command
             .iter()
             .skip(1)
             .any(|w| w.starts_with('-') && w.contains('c'))
+            || command.iter().skip(1).all(|w| w.starts_with('-')))
     {
         return None;
     }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 use crate::ask::Asker;
-use crate::context::{Session, ToolContext, ToolEnv};
+use crate::context::{Session, ToolContext, ToolEnv, ToolEnvBuilder};
 use crate::error::ToolError;
 use crate::permission::Policy;
 use crate::pipeline;
@@ -30,20 +30,25 @@ impl TestWorkspace {
     }
 
     fn build(policy: Policy, limits: Option<OutputLimits>) -> Self {
+        Self::custom(move |mut builder| {
+            builder = builder.policy(policy);
+            if let Some(limits) = limits {
+                builder = builder.limits(limits);
+            }
+            builder
+        })
+    }
+
+    /// A workspace whose environment `configure` finishes (root and spill dir are set).
+    pub(crate) fn custom(configure: impl FnOnce(ToolEnvBuilder) -> ToolEnvBuilder) -> Self {
         let root = tempfile::Builder::new().prefix("ws").tempdir().unwrap();
         let outside = tempfile::Builder::new()
             .prefix("outside")
             .tempdir()
             .unwrap();
         let spill = tempfile::tempdir().unwrap();
-        let mut builder = ToolEnv::builder()
-            .root(root.path())
-            .spill_dir(spill.path())
-            .policy(policy);
-        if let Some(limits) = limits {
-            builder = builder.limits(limits);
-        }
-        let env = Arc::new(builder.build().unwrap());
+        let builder = ToolEnv::builder().root(root.path()).spill_dir(spill.path());
+        let env = Arc::new(configure(builder).build().unwrap());
         Self {
             root,
             outside,

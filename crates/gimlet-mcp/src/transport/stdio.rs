@@ -10,7 +10,7 @@ use crate::server::{App, GimletServer};
 
 /// Serves one client on stdin/stdout until stdin closes or a signal arrives.
 pub(crate) async fn serve(app: Arc<App>) -> Result<(), ServeError> {
-    let server = GimletServer::new(app, Arc::new(Session::new("stdio")));
+    let server = GimletServer::new(app, Arc::new(Session::new(crate::new_id("stdio"))));
     let running = server
         .serve(rmcp::transport::stdio_pipes())
         .await

@@ -313,15 +313,23 @@ fn resolve_components(base: &Path, given: &Path) -> Result<(PathBuf, bool), Path
     };
     push_components(&mut pending, given);
     let mut exists = true;
+    // Components appended as written after the first missing one: `..` over all of them
+    // returns to resolved ground, where symlinks must be followed again (`gone/../link`).
+    let mut missing = 0usize;
     let mut hops = 0;
     // `pending` is a stack: the next component is at the end.
     while let Some(component) = pending.pop() {
         if component == ".." {
             current.pop();
+            if !exists {
+                missing -= 1;
+                exists = missing == 0;
+            }
             continue;
         }
         let candidate = current.join(&component);
         if !exists {
+            missing += 1;
             current = candidate;
             continue;
         }
@@ -355,6 +363,7 @@ fn resolve_components(base: &Path, given: &Path) -> Result<(PathBuf, bool), Path
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 exists = false;
+                missing = 1;
                 current = candidate;
             }
             Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error()) => {

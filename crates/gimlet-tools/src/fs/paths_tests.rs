@@ -103,6 +103,23 @@ fn symlinks_out_are_judged_by_where_they_land() {
 }
 
 #[test]
+fn dot_dot_over_a_missing_name_follows_links_again() {
+    // Found by the property test: `gone/..` returns to the root, where `to_dir` is a link out.
+    let ws = TestWorkspace::new();
+    ws.symlink(ws.outside(), "to_dir");
+    for path in [
+        "gone/../to_dir",
+        "gone/deeper/../../to_dir/x",
+        "a/b/../../to_dir",
+    ] {
+        assert_outside(&roots(&ws).resolve(path).unwrap());
+    }
+    let inside = roots(&ws).resolve("gone/../new.txt").unwrap();
+    assert_eq!(inside.relative(), Some(Path::new("new.txt")));
+    assert!(!inside.exists);
+}
+
+#[test]
 fn a_symlinked_parent_pointing_outside_is_outside() {
     let ws = TestWorkspace::new();
     ws.mkdir("project");

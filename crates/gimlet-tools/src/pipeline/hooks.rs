@@ -92,7 +92,11 @@ pub(super) async fn before(
         let this = HookCall { input, ..*call };
         match hook.before(&this).await {
             Ok(BeforeHook::Continue) => {}
-            Ok(BeforeHook::Block(reason)) => return Err(ToolError::Blocked(reason)),
+            Ok(BeforeHook::Block(reason)) => {
+                call.ctx
+                    .record_decision(false, format!("hook {}", hook.name()));
+                return Err(ToolError::Blocked(reason));
+            }
             Ok(BeforeHook::ReplaceInput(value)) => replaced = Some(value),
             Ok(BeforeHook::Ask(reason)) => asks.push(reason),
             Err(err) => tracing::warn!(

@@ -20,6 +20,7 @@
 
 mod hooks;
 mod permission;
+mod record;
 mod truncate;
 mod validate;
 
@@ -27,7 +28,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 
@@ -70,6 +71,9 @@ pub async fn authorize(permission: crate::Permission, ctx: &ToolContext) -> Resu
 }
 
 /// Runs one call through every stage. `Err` only when no such tool exists.
+///
+/// Around the stages: the session's budgets are checked first and charged after, and the
+/// call is written to the audit log, if the environment has one.
 pub async fn run(
     registry: &ToolRegistry,
     name: &str,
@@ -82,18 +86,26 @@ pub async fn run(
             available: registry.names().collect::<Vec<_>>().join(", "),
         });
     };
+    let started_at = SystemTime::now();
     let started = Instant::now();
-    let result = CatchUnwind(Box::pin(run_stages(tool.as_ref(), input, ctx))).await;
-    let result = result.unwrap_or_else(|panic| {
-        tracing::error!(tool = name, panic = %panic, "a tool panicked");
-        Err(ToolError::failed(format!(
-            "internal error in `{name}`: {panic}. The server is still running; please retry or report this"
-        )))
-    });
-    Ok(CallReport {
-        result,
-        duration: started.elapsed(),
-    })
+    let audited = ctx.env().audit().is_some().then(|| input.clone());
+    let result = match record::charge(ctx) {
+        Err(err) => Err(err),
+        Ok(()) => CatchUnwind(Box::pin(run_stages(tool.as_ref(), input, ctx)))
+            .await
+            .unwrap_or_else(|panic| {
+                tracing::error!(tool = name, panic = %panic, "a tool panicked");
+                Err(ToolError::failed(format!(
+                    "internal error in `{name}`: {panic}. The server is still running; please retry or report this"
+                )))
+            }),
+    };
+    let duration = started.elapsed();
+    record::spend(ctx, duration);
+    if let Some(input) = audited {
+        record::audit(ctx, name, &input, started_at, duration, &result).await;
+    }
+    Ok(CallReport { result, duration })
 }
 
 thread_local! {
@@ -137,6 +149,14 @@ async fn run_stages(
     input: Value,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
+    if ctx.policy().mode() == crate::Mode::ReadOnly && !tool.flags(None).read_only {
+        ctx.record_decision(false, "mode read-only");
+        return Err(ToolError::PermissionDenied(format!(
+            "the server runs in read-only mode and `{}` changes things; it is not offered. \
+             Restart gimlet with another --mode to use it",
+            tool.name()
+        )));
+    }
     let mut input = input;
     let mut args = prepare(tool, input.clone(), ctx).await?;
     let hooks = ctx.env().hooks();

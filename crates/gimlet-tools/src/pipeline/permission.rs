@@ -14,6 +14,14 @@ pub(super) async fn check(
     ctx: &ToolContext,
 ) -> Result<(), ToolError> {
     let permission = tool.permission(args, ctx).await?;
+    if ctx.decision().is_none() {
+        // The tool decided on its own, without the policy.
+        match &permission {
+            Permission::Allow => ctx.record_decision(true, format!("tool {}", tool.name())),
+            Permission::Deny(_) => ctx.record_decision(false, format!("tool {}", tool.name())),
+            Permission::Ask(_) => {}
+        }
+    }
     resolve(permission, ctx).await
 }
 
@@ -32,6 +40,17 @@ async fn ask(request: &AskRequest, ctx: &ToolContext) -> Result<(), ToolError> {
         () = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
         approval = ctx.asker().approve(request, ctx) => approval,
     };
+    let by = match &approval {
+        Approval::Once => Some((true, "user (once)")),
+        Approval::Session => Some((true, "user (for the session)")),
+        Approval::Deny { .. } => Some((false, "user")),
+        Approval::Unavailable(_) => Some((false, "no one to ask")),
+        Approval::Outdated(_) => Some((false, "user (outdated answer)")),
+        Approval::Pending(_) => None,
+    };
+    if let Some((allowed, by)) = by {
+        ctx.record_decision(allowed, by);
+    }
     match approval {
         Approval::Once => {
             approve_paths(request, ctx);
@@ -54,6 +73,7 @@ async fn ask(request: &AskRequest, ctx: &ToolContext) -> Result<(), ToolError> {
         })),
         Approval::Unavailable(why) => Err(ToolError::PermissionDenied(why)),
         Approval::Pending(pending) => Err(ToolError::InputRequired(pending)),
+        Approval::Outdated(why) => Err(ToolError::Stale(why)),
     }
 }
 

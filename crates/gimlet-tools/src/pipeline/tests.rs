@@ -343,3 +343,138 @@ async fn output_is_truncated_by_the_pipeline() {
     assert_eq!(truncation.cut.total_lines, 5000);
     assert!(out.joined_text().lines().count() <= 2000);
 }
+
+fn audited(
+    budget: crate::config::Budget,
+    policy: crate::Policy,
+) -> (TestWorkspace, std::path::PathBuf, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let audit = crate::audit::AuditLog::open(&log).unwrap();
+    let mut ws = TestWorkspace::custom(|b| b.budget(budget).audit(audit).policy(policy));
+    ws.registry.register(Probe::default(), ToolSource::Caller);
+    (ws, log, dir)
+}
+
+/// The audit lines.
+fn audit_lines(log: &std::path::Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(log).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn every_call_is_audited_with_its_decision_and_redacted_arguments() {
+    let policy = crate::Policy::new(crate::Mode::Default)
+        .with_rules(
+            [crate::Rule {
+                action: crate::RuleAction::Deny,
+                tool: "probe".into(),
+                pattern: Some("secret/**".into()),
+            }],
+            crate::permission::RuleOrigin::User,
+        )
+        .unwrap();
+    let (ws, log, _dir) = audited(crate::config::Budget::default(), policy);
+    let outside = ws.outside().join("f.txt").display().to_string();
+    ws.call("probe", json!({"action": "API_TOKEN=abc123456 go"}))
+        .await
+        .unwrap();
+    ws.call("probe", json!({"action": "x", "path": "secret/a"}))
+        .await
+        .unwrap_err();
+    let once = Arc::new(ScriptedAsker::approving([Approval::Once]));
+    ws.call_with(
+        &ws.ctx_with(once),
+        "probe",
+        json!({"action": "x", "path": outside}),
+    )
+    .await
+    .unwrap();
+    ws.call("probe", json!({"action": "invalid"}))
+        .await
+        .unwrap_err();
+
+    let lines = audit_lines(&log);
+    assert_eq!(lines.len(), 4, "{lines:#?}");
+    assert_eq!(lines[0]["tool"], "probe");
+    assert_eq!(lines[0]["session"], "test");
+    assert_eq!(lines[0]["outcome"], "ok");
+    assert_eq!(
+        lines[0]["decision"],
+        json!({"verdict": "allow", "by": "mode default"})
+    );
+    assert_eq!(lines[0]["arguments"]["action"], "API_TOKEN=[redacted] go");
+    assert_eq!(lines[0]["truncated"], false);
+    assert_eq!(
+        lines[0]["output_hash"],
+        crate::fs::ContentHash::of(b"echo API_TOKEN=abc123456 go\0").to_string()
+    );
+    assert_eq!(lines[1]["outcome"], "permission_denied");
+    assert_eq!(lines[1]["decision"]["verdict"], "deny");
+    assert_eq!(
+        lines[1]["decision"]["by"],
+        "rule deny probe `secret/**` (user config)"
+    );
+    assert!(lines[1]["error"].as_str().unwrap().contains("rule denies"));
+    assert_eq!(
+        lines[2]["decision"],
+        json!({"verdict": "allow", "by": "user (once)"})
+    );
+    assert_eq!(lines[3]["outcome"], "invalid");
+    assert_eq!(
+        lines[3]["decision"],
+        Value::Null,
+        "refused before the permission stage"
+    );
+    assert!(lines[0]["time"].as_str().unwrap().ends_with('Z'));
+}
+
+#[tokio::test]
+async fn budgets_stop_a_session_with_a_clear_error() {
+    let budget = crate::config::Budget {
+        max_calls: Some(2),
+        max_tool_seconds: None,
+    };
+    let (ws, _log, _dir) = audited(budget, crate::Policy::default());
+    ws.call("probe", json!({"action": "a"})).await.unwrap();
+    ws.call("probe", json!({"action": "b"})).await.unwrap();
+    let err = ws.call("probe", json!({"action": "c"})).await.unwrap_err();
+    assert_eq!(err.kind(), "budget_exceeded");
+    assert!(err.to_string().contains("budget of 2 tool calls"), "{err}");
+    // Another session has its own budget.
+    let other = ToolContext::builder(Arc::clone(&ws.env)).build();
+    ws.call_with(&other, "probe", json!({"action": "d"}))
+        .await
+        .unwrap();
+
+    let budget = crate::config::Budget {
+        max_calls: None,
+        max_tool_seconds: Some(0),
+    };
+    let (ws, _log, _dir) = audited(budget, crate::Policy::default());
+    let err = ws.call("probe", json!({"action": "a"})).await.unwrap_err();
+    assert!(err.to_string().contains("0 s of tool time"), "{err}");
+}
+
+#[tokio::test]
+async fn read_only_mode_refuses_mutating_tools_even_when_called_by_name() {
+    let (ws, log, _dir) = audited(
+        crate::config::Budget::default(),
+        crate::Policy::new(crate::Mode::ReadOnly),
+    );
+    let err = ws.call("probe", json!({"action": "a"})).await.unwrap_err();
+    assert!(err.to_string().contains("read-only mode"), "{err}");
+    let err = ws
+        .call("write", json!({"path": "a.txt", "content": "x"}))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("read-only mode"), "{err}");
+    assert!(!ws.root().join("a.txt").exists());
+    let lines = audit_lines(&log);
+    assert_eq!(
+        lines[1]["decision"],
+        json!({"verdict": "deny", "by": "mode read-only"})
+    );
+}
