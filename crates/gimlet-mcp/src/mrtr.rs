@@ -339,9 +339,9 @@ mod tests {
     }
 
     /// The first round: returns the sealed state.
-    fn first(sealer: &Sealer, args: &Value) -> String {
-        let round = Round::new(&params(args.clone(), None, None), sealer);
-        let Approval::Pending(pending) = round.approve(&request("diff"), sealer, to_approval)
+    fn first(keys: &Sealer, args: &Value) -> String {
+        let round = Round::new(&params(args.clone(), None, None), keys);
+        let Approval::Pending(pending) = round.approve(&request("diff"), keys, to_approval)
         else {
             panic!("a first call must return the question")
         };
@@ -352,32 +352,32 @@ mod tests {
 
     #[test]
     fn an_answer_with_its_state_resolves_the_ask_once() {
-        let sealer = Sealer::new();
+        let keys = Sealer::new();
         let args = json!({"path": "/elsewhere/f.txt", "content": "x"});
-        let sealed = first(&sealer, &args);
+        let sealed = first(&keys, &args);
         let round = Round::new(
             &params(
                 args.clone(),
                 Some(accept("allow_once")),
                 Some(sealed.clone()),
             ),
-            &sealer,
+            &keys,
         );
         assert_eq!(
-            round.approve(&request("diff"), &sealer, to_approval),
+            round.approve(&request("diff"), &keys, to_approval),
             Approval::Once
         );
         // The same ask again in this run (e.g. a re-judgement) needs no new answer.
         assert_eq!(
-            round.approve(&request("diff"), &sealer, to_approval),
+            round.approve(&request("diff"), &keys, to_approval),
             Approval::Once
         );
         // Replaying the same state is refused.
         let replay = Round::new(
             &params(args, Some(accept("allow_once")), Some(sealed)),
-            &sealer,
+            &keys,
         );
-        let Approval::Unavailable(why) = replay.approve(&request("diff"), &sealer, to_approval)
+        let Approval::Unavailable(why) = replay.approve(&request("diff"), &keys, to_approval)
         else {
             panic!()
         };
@@ -386,9 +386,9 @@ mod tests {
 
     #[test]
     fn tampered_transplanted_or_missing_state_is_refused() {
-        let sealer = Sealer::new();
+        let keys = Sealer::new();
         let args = json!({"path": "/elsewhere/f.txt", "content": "x"});
-        let sealed = first(&sealer, &args);
+        let sealed = first(&keys, &args);
         let mut tampered = sealed.clone().into_bytes();
         let last = tampered.len() - 3;
         tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
@@ -402,10 +402,10 @@ mod tests {
             (args.clone(), None),
             (args.clone(), Some(String::from("garbage"))),
         ] {
-            let round = Round::new(&params(args, Some(accept("allow_once")), state), &sealer);
+            let round = Round::new(&params(args, Some(accept("allow_once")), state), &keys);
             assert!(
                 matches!(
-                    round.approve(&request("diff"), &sealer, to_approval),
+                    round.approve(&request("diff"), &keys, to_approval),
                     Approval::Unavailable(_)
                 ),
                 "must be refused"
@@ -425,33 +425,33 @@ mod tests {
 
     #[test]
     fn an_answer_for_an_older_preview_is_outdated_and_another_ask_asks_again() {
-        let sealer = Sealer::new();
+        let keys = Sealer::new();
         let args = json!({"path": "/elsewhere/f.txt", "content": "x"});
-        let sealed = first(&sealer, &args);
+        let sealed = first(&keys, &args);
         let round = Round::new(
             &params(args.clone(), Some(accept("allow_once")), Some(sealed)),
-            &sealer,
+            &keys,
         );
         assert!(matches!(
-            round.approve(&request("another diff"), &sealer, to_approval),
+            round.approve(&request("another diff"), &keys, to_approval),
             Approval::Outdated(_)
         ));
 
-        let sealed = first(&sealer, &args);
+        let sealed = first(&keys, &args);
         let round = Round::new(
             &params(args, Some(accept("allow_once")), Some(sealed)),
-            &sealer,
+            &keys,
         );
         assert_eq!(
-            round.approve(&request("diff"), &sealer, to_approval),
+            round.approve(&request("diff"), &keys, to_approval),
             Approval::Once
         );
         let mut second = request("diff");
         second.summary = String::from("run make");
-        let Approval::Pending(pending) = round.approve(&second, &sealer, to_approval) else {
+        let Approval::Pending(pending) = round.approve(&second, &keys, to_approval) else {
             panic!("a second ask goes back to the client")
         };
-        let state = sealer
+        let state = keys
             .open(
                 pending.state["sealed"].as_str().unwrap(),
                 &Sealer::binding(&params(
@@ -466,7 +466,7 @@ mod tests {
 
     #[test]
     fn declines_and_odd_answers_are_no() {
-        let sealer = Sealer::new();
+        let keys = Sealer::new();
         let args = json!({"path": "/elsewhere/f.txt", "content": "x"});
         for answer in [
             serde_json::to_value(ElicitResult::new(ElicitationAction::Decline)).unwrap(),
@@ -474,10 +474,10 @@ mod tests {
             json!({"action": "accept", "content": {"decision": "maybe"}}),
             json!("yes"),
         ] {
-            let sealed = first(&sealer, &args);
-            let round = Round::new(&params(args.clone(), Some(answer), Some(sealed)), &sealer);
+            let sealed = first(&keys, &args);
+            let round = Round::new(&params(args.clone(), Some(answer), Some(sealed)), &keys);
             assert!(matches!(
-                round.approve(&request("diff"), &sealer, to_approval),
+                round.approve(&request("diff"), &keys, to_approval),
                 Approval::Deny { .. }
             ));
         }

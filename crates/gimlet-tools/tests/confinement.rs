@@ -162,7 +162,7 @@ fn component() -> impl Strategy<Value = String> {
         Just(String::from("in")),
         Just(String::from("up")),
         Just(String::from("loop")),
-        Just(String::from("")),
+        Just(String::new()),
         Just(String::from("new")),
         "[a-z.]{1,3}",
     ]
