@@ -46,6 +46,35 @@ pub(crate) struct GlobalArgs {
     pub(crate) ask_timeout: u64,
 }
 
+/// Flags of `gimlet serve`.
+#[derive(Debug, Default, clap::Args)]
+pub(crate) struct ServeArgs {
+    /// Serve streamable HTTP at this address instead of stdio; the endpoint is `/mcp`.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = gimlet_mcp::DEFAULT_HTTP_ADDR)]
+    pub(crate) http: Option<std::net::SocketAddr>,
+    /// HTTP: require `Authorization: Bearer TOKEN` (required off loopback); `generate` makes
+    /// a fresh one and prints it.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "GIMLET_AUTH_TOKEN",
+        hide_env_values = true
+    )]
+    pub(crate) auth_token: Option<String>,
+    /// HTTP: also accept this `Host` (a name, or name:port); repeat for more.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub(crate) allow_hosts: Vec<String>,
+    /// HTTP: also accept requests from this browser origin (`https://app.example.com`).
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub(crate) allow_origins: Vec<String>,
+    /// HTTP: at most this many sessions at once.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub(crate) max_sessions: usize,
+    /// HTTP: close a session after this many seconds without requests.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1800)]
+    pub(crate) session_idle: u64,
+}
+
 /// `--mode` values.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub(crate) enum ModeArg {
@@ -164,12 +193,41 @@ fn setup(global: &GlobalArgs) -> anyhow::Result<(ToolEnv, ToolRegistry)> {
     Ok((builder.build()?, registry))
 }
 
-/// `gimlet serve`: MCP over stdio.
-pub(crate) async fn serve(global: &GlobalArgs) -> anyhow::Result<ExitCode> {
+/// `gimlet serve`: MCP over stdio, or streamable HTTP.
+pub(crate) async fn serve(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let (env, registry) = setup(global)?;
     let config = gimlet_mcp::ServerConfig::new(env, registry)
         .ask_timeout(std::time::Duration::from_secs(global.ask_timeout));
-    gimlet_mcp::serve(config).await?;
+    let Some(addr) = args.http else {
+        gimlet_mcp::serve(config).await?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    let token = match args.auth_token.as_deref() {
+        Some("generate") => {
+            let token = gimlet_mcp::generate_token();
+            writeln!(std::io::stdout().lock(), "{token}")?;
+            Some(token)
+        }
+        other => other.map(ToOwned::to_owned),
+    };
+    let http = gimlet_mcp::HttpConfig::new(addr)
+        .auth_token(token)
+        .allow_hosts(args.allow_hosts.iter().cloned())
+        .allow_origins(args.allow_origins.iter().cloned())
+        .max_sessions(args.max_sessions)
+        .session_idle(std::time::Duration::from_secs(args.session_idle));
+    let server = gimlet_mcp::HttpServer::bind(http).await?;
+    if let Some(local) = server.local_addr() {
+        let mut stderr = std::io::stderr().lock();
+        writeln!(stderr, "gimlet: serving MCP at http://{local}/mcp")?;
+        if !local.ip().is_loopback() && args.allow_hosts.is_empty() {
+            writeln!(
+                stderr,
+                "gimlet: clients that reach this machine by name or address need --allow-host NAME"
+            )?;
+        }
+    }
+    gimlet_mcp::serve_http(config, server).await?;
     Ok(ExitCode::SUCCESS)
 }
 

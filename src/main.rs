@@ -18,8 +18,8 @@ struct Args {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve MCP over stdio (the default).
-    Serve,
+    /// Serve MCP over stdio (the default), or over streamable HTTP with --http.
+    Serve(cli::ServeArgs),
     /// List the tools.
     Tools {
         /// Print the `tools/list` result as JSON.
@@ -51,14 +51,19 @@ fn main() -> ExitCode {
     }
     let args = Args::parse();
     cli::init_logging(args.global.log_level.as_deref());
+    let command = args
+        .command
+        .unwrap_or_else(|| Command::Serve(cli::ServeArgs::default()));
     // stdio serves one client: a single-threaded runtime avoids cross-thread hand-offs on every
-    // message. Blocking work (files, walks, processes) runs on the blocking pool either way.
-    // A burst of pipelined calls must not grow hundreds of threads.
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .max_blocking_threads(64)
-        .build()
-    {
+    // message. HTTP serves many at once, on every core. Blocking work (files, walks, processes)
+    // runs on the blocking pool either way; a burst of calls must not grow hundreds of threads.
+    let http = matches!(&command, Command::Serve(serve) if serve.http.is_some());
+    let mut builder = if http {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime = match builder.enable_all().max_blocking_threads(64).build() {
         Ok(runtime) => runtime,
         Err(err) => {
             tracing::error!("cannot start the async runtime: {err}");
@@ -66,8 +71,8 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        match args.command.unwrap_or(Command::Serve) {
-            Command::Serve => cli::serve(&args.global).await,
+        match command {
+            Command::Serve(serve) => cli::serve(&args.global, &serve).await,
             Command::Tools { json } => cli::tools(&args.global, json).await,
             Command::Call {
                 tool,

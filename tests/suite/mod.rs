@@ -2,6 +2,7 @@ mod bash;
 mod crash;
 mod escapes;
 mod file_tools;
+mod http;
 mod initialize;
 mod permissions;
 mod protocol;

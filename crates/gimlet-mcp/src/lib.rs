@@ -31,6 +31,9 @@ use gimlet_tools::{ToolEnv, ToolRegistry};
 
 pub use ask::DEFAULT_ASK_TIMEOUT;
 pub use server::GimletServer;
+pub use transport::http::{
+    DEFAULT_HTTP_ADDR, HttpConfig, HttpConfigError, HttpServer, generate_token,
+};
 
 /// How often old spill files are swept while the server runs.
 const SWEEP_EVERY: Duration = Duration::from_secs(60 * 60);
@@ -74,6 +77,25 @@ pub enum ServeError {
 
 /// Serves until the client goes away or the process is asked to stop.
 pub async fn serve(config: ServerConfig) -> Result<(), ServeError> {
+    let app = start(config).await;
+    transport::stdio::serve(app).await
+}
+
+/// Serves streamable HTTP on a bound server until SIGINT or SIGTERM, then shuts down
+/// gracefully: no new connections, running calls get a grace period, sessions end.
+pub async fn serve_http(config: ServerConfig, server: HttpServer) -> Result<(), ServeError> {
+    let mut app = start_app(config).await;
+    app.principal_idle = server.config().session_idle_time();
+    app.principal_cap = server.config().session_cap();
+    server.run(Arc::new(app)).await
+}
+
+async fn start(config: ServerConfig) -> Arc<server::App> {
+    Arc::new(start_app(config).await)
+}
+
+/// The shared state, and the hourly sweep of old saved outputs.
+async fn start_app(config: ServerConfig) -> server::App {
     let spill = config.env.spill().clone();
     tokio::spawn(async move {
         let mut every = tokio::time::interval(SWEEP_EVERY);
@@ -84,8 +106,7 @@ pub async fn serve(config: ServerConfig) -> Result<(), ServeError> {
             tracing::debug!(?removed, "swept old outputs");
         }
     });
-    let app = Arc::new(server::App::start(config.env, config.registry, config.ask_timeout).await);
-    transport::stdio::serve(app).await
+    server::App::start(config.env, config.registry, config.ask_timeout).await
 }
 
 /// The `tools/list` result for these tools, as JSON (what `gimlet tools --json` prints).

@@ -341,8 +341,7 @@ mod tests {
     /// The first round: returns the sealed state.
     fn first(keys: &Sealer, args: &Value) -> String {
         let round = Round::new(&params(args.clone(), None, None), keys);
-        let Approval::Pending(pending) = round.approve(&request("diff"), keys, to_approval)
-        else {
+        let Approval::Pending(pending) = round.approve(&request("diff"), keys, to_approval) else {
             panic!("a first call must return the question")
         };
         assert!(pending.message.contains("write /elsewhere/f.txt"));

@@ -8,9 +8,11 @@
     reason = "logging is deprecated in 2026-07-28 (SEP-2577) but still served"
 )]
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use gimlet_tools::fs::Root;
 use gimlet_tools::pipeline::{self, CallError};
@@ -40,6 +42,33 @@ pub(crate) struct App {
     pub(crate) ask_timeout: Duration,
     /// Seals the request state of 2026-07-28 questions.
     pub(crate) sealer: Arc<Sealer>,
+    /// Calls running now, for a graceful shutdown.
+    pub(crate) running_calls: AtomicUsize,
+    /// Sessions of stateless (2026-07-28 over HTTP) clients, by credential.
+    principals: Mutex<HashMap<String, (Arc<Session>, Instant)>>,
+    /// How long a stateless client's session lives without calls, and how many there may be.
+    pub(crate) principal_idle: Duration,
+    pub(crate) principal_cap: usize,
+}
+
+/// Who a stateless HTTP request comes from: set by the HTTP guard from the credential.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Principal(pub(crate) String);
+
+/// Counts a running call for as long as it lives.
+struct Running<'a>(&'a AtomicUsize);
+
+impl<'a> Running<'a> {
+    fn start(counter: &'a AtomicUsize) -> Self {
+        counter.fetch_add(1, Ordering::AcqRel);
+        Self(counter)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl App {
@@ -59,7 +88,46 @@ impl App {
             instructions,
             ask_timeout,
             sealer: Arc::new(Sealer::new()),
+            running_calls: AtomicUsize::new(0),
+            principals: Mutex::new(HashMap::new()),
+            principal_idle: Duration::from_secs(30 * 60),
+            principal_cap: 64,
         }
+    }
+
+    /// The session of a stateless client: one per credential, so what it read, its grants
+    /// and its background jobs carry from one request to the next. Idle ones expire; past the
+    /// cap the least recently used goes.
+    pub(crate) fn principal_session(&self, principal: &str) -> Arc<Session> {
+        let now = Instant::now();
+        let mut principals = self
+            .principals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        principals.retain(|_, (_, used)| now.duration_since(*used) < self.principal_idle);
+        if let Some((session, used)) = principals.get_mut(principal) {
+            *used = now;
+            return Arc::clone(session);
+        }
+        if principals.len() >= self.principal_cap
+            && let Some(oldest) = principals
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(key, _)| key.clone())
+        {
+            principals.remove(&oldest);
+        }
+        let session = Arc::new(Session::new(crate::new_id("http")));
+        principals.insert(principal.to_owned(), (Arc::clone(&session), now));
+        session
+    }
+
+    /// Ends the stateless clients' sessions (and their background jobs).
+    pub(crate) fn drop_principal_sessions(&self) {
+        self.principals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 }
 
@@ -141,6 +209,8 @@ struct SavedOutputs {
 pub struct GimletServer {
     app: Arc<App>,
     session: Arc<Session>,
+    /// Over HTTP: stateless requests use their credential's session instead.
+    http: bool,
     log_level: Arc<Mutex<LoggingLevel>>,
 }
 
@@ -149,8 +219,34 @@ impl GimletServer {
         Self {
             app,
             session,
+            http: false,
             log_level: Arc::new(Mutex::new(LoggingLevel::Warning)),
         }
+    }
+
+    /// A handler for one HTTP session (or one stateless request).
+    pub(crate) fn for_http(app: Arc<App>) -> Self {
+        Self {
+            http: true,
+            ..Self::new(app, Arc::new(Session::new(crate::new_id("http"))))
+        }
+    }
+
+    /// The session a request belongs to.
+    fn session_for(&self, rc: &RequestContext<RoleServer>) -> Arc<Session> {
+        let stateless = self.http
+            && rc
+                .protocol_version()
+                .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        if !stateless {
+            return Arc::clone(&self.session);
+        }
+        let principal = rc
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Principal>())
+            .map_or("anonymous", |p| p.0.as_str());
+        self.app.principal_session(principal)
     }
 
     fn context(
@@ -167,7 +263,7 @@ impl GimletServer {
                 (sealer, round)
             });
         let mut builder = ToolContext::builder(Arc::clone(&self.app.env))
-            .session(Arc::clone(&self.session))
+            .session(self.session_for(rc))
             .call_id(rc.id.to_string())
             .cancellation(rc.ct.clone())
             .asker(Arc::new(ElicitationAsker::new(
@@ -208,8 +304,8 @@ impl GimletServer {
         self.session.set_client_roots(roots);
     }
 
-    fn saved_outputs(&self) -> Vec<String> {
-        let saved = self.session.state::<SavedOutputs>();
+    fn saved_outputs(session: &Session) -> Vec<String> {
+        let saved = session.state::<SavedOutputs>();
         let ids = saved.ids.lock().unwrap_or_else(PoisonError::into_inner);
         ids.clone()
     }
@@ -247,7 +343,9 @@ impl ServerHandler for GimletServer {
         params: CallToolRequestParams,
         rc: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let _running = Running::start(&self.app.running_calls);
         let ctx = self.context(&rc, &params);
+        let session = Arc::clone(ctx.session());
         let input = params.arguments.map_or(Value::Null, Value::Object);
         let registry = Arc::clone(&self.app.registry);
         let report =
@@ -259,7 +357,7 @@ impl ServerHandler for GimletServer {
         match report.result {
             Ok(output) => {
                 if let Some(file) = output.truncated.as_ref().and_then(|t| t.spill.as_ref()) {
-                    let saved = self.session.state::<SavedOutputs>();
+                    let saved = session.state::<SavedOutputs>();
                     saved
                         .ids
                         .lock()
@@ -305,11 +403,10 @@ impl ServerHandler for GimletServer {
     async fn list_resources(
         &self,
         _page: Option<PaginatedRequestParams>,
-        _rc: RequestContext<RoleServer>,
+        rc: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let spill = self.app.env.spill();
-        let resources = self
-            .saved_outputs()
+        let resources = Self::saved_outputs(&self.session_for(&rc))
             .iter()
             .filter_map(|id| spill.get(id))
             .map(|file| {
@@ -336,7 +433,7 @@ impl ServerHandler for GimletServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _rc: RequestContext<RoleServer>,
+        rc: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let not_found = || {
             ErrorData::resource_not_found(
@@ -351,7 +448,10 @@ impl ServerHandler for GimletServer {
             .uri
             .strip_prefix("gimlet://output/")
             .ok_or_else(not_found)?;
-        if !self.saved_outputs().iter().any(|saved| saved == id) {
+        if !Self::saved_outputs(&self.session_for(&rc))
+            .iter()
+            .any(|saved| saved == id)
+        {
             return Err(not_found());
         }
         let file = self.app.env.spill().get(id).ok_or_else(not_found)?;

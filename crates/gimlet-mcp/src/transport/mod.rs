@@ -1,3 +1,4 @@
-//! The transports: stdio (one session) and, later, streamable HTTP (many).
+//! The transports: stdio (one session) and streamable HTTP (many).
 
+pub(crate) mod http;
 pub(crate) mod stdio;

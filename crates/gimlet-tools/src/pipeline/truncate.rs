@@ -192,7 +192,7 @@ pub(super) fn apply(
                     },
                 )
             }
-            Content::Long(long) => match cut_long(long, limits) {
+            Content::Long(long) => match cut_long(long, limits, spill) {
                 Some(cut) => cut,
                 None => {
                     *block = Content::Text(std::mem::take(&mut long.head));
@@ -228,16 +228,25 @@ pub(super) fn apply(
 }
 
 /// The shown part of a large output, or `None` when it fits whole.
-fn cut_long(long: &mut LongText, limits: OutputLimits) -> Option<(String, Truncation)> {
+fn cut_long(
+    long: &mut LongText,
+    limits: OutputLimits,
+    spill: &SpillStore,
+) -> Option<(String, Truncation)> {
     if long.spill.is_none() && long.tail.is_empty() {
+        // It fitted in memory but not in the limits: save it now, like any text.
         let (kept, cut) = truncate_text(&long.head, limits);
         let cut = cut?;
+        let saved = spill.save(&long.head);
+        if let Err(err) = &saved {
+            tracing::warn!("could not save the full output: {err}");
+        }
         return Some((
             kept,
             Truncation {
                 mode: limits.mode,
                 cut,
-                spill: None,
+                spill: saved.ok(),
             },
         ));
     }

@@ -111,6 +111,33 @@ fn apply_saves_the_full_output_links_it_and_says_how_to_continue() {
 }
 
 #[test]
+fn a_long_output_that_fitted_in_memory_is_saved_when_cut() {
+    // Many short lines: under the buffer, over the line limit.
+    let dir = tempfile::tempdir().unwrap();
+    let spill = SpillStore::open(dir.path()).unwrap();
+    let full = numbered(5000);
+    let output = ToolOutput {
+        content: vec![Content::Long(crate::output::LongText::complete(
+            full.clone(),
+        ))],
+        ..ToolOutput::default()
+    };
+    let output = apply(
+        output,
+        limits(2000, 1_000_000, TruncationMode::HeadTail),
+        &spill,
+    );
+    let file = output.truncated.clone().unwrap().spill.expect("saved");
+    assert_eq!(std::fs::read_to_string(&file.path).unwrap(), full);
+    assert!(
+        output
+            .content
+            .iter()
+            .any(|c| matches!(c, Content::ResourceLink { uri, .. } if *uri == file.uri()))
+    );
+}
+
+#[test]
 fn apply_leaves_small_outputs_alone() {
     let dir = tempfile::tempdir().unwrap();
     let spill = SpillStore::open(dir.path()).unwrap();
