@@ -17,7 +17,7 @@ use gimlet_tools::{
 use tracing_subscriber::EnvFilter;
 
 /// Flags every command takes.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub(crate) struct GlobalArgs {
     /// A folder the tools may work in; repeat for more (default: the current directory).
     #[arg(long = "root", value_name = "DIR", global = true)]
@@ -95,14 +95,21 @@ impl From<ModeArg> for Mode {
     }
 }
 
-/// Logs go to stderr: in stdio mode stdout is the protocol.
+/// Logs go to stderr: in stdio mode stdout is the protocol. gimlet's own events inside a
+/// session also go to that session's client (`notifications/message`).
 pub(crate) fn init_logging(level: Option<&str>) {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new(level.unwrap_or("warn")));
-    tracing_subscriber::fmt()
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(filter)
+        .with_filter(filter);
+    tracing_subscriber::registry()
+        .with(stderr)
+        .with(gimlet_mcp::client_log_layer())
         .init();
 }
 
@@ -183,6 +190,11 @@ fn setup(global: &GlobalArgs) -> anyhow::Result<(ToolEnv, ToolRegistry)> {
     for root in &global.roots {
         builder = builder.root(root);
     }
+    Ok((builder.build()?, registry(&config)))
+}
+
+/// The built-in tools, less those the config disables.
+fn registry(config: &ConfigFile) -> ToolRegistry {
     let mut registry = ToolRegistry::builtin();
     for name in &config.disabled_tools {
         if registry.get(name).is_none() {
@@ -190,14 +202,29 @@ fn setup(global: &GlobalArgs) -> anyhow::Result<(ToolEnv, ToolRegistry)> {
         }
         registry.disable(name);
     }
-    Ok((builder.build()?, registry))
+    registry
+}
+
+/// SIGHUP: the config files again. The mode, rules and disabled tools change; the rest
+/// (roots, limits, tool settings, budgets) needs a restart.
+fn reload(global: &GlobalArgs) -> Result<gimlet_mcp::Reloaded, String> {
+    let config = config(global).map_err(|e| format!("{e:#}"))?;
+    let policy = config
+        .policy(global.mode.map(Mode::from))
+        .map_err(|e| e.to_string())?;
+    Ok(gimlet_mcp::Reloaded {
+        policy,
+        registry: registry(&config),
+    })
 }
 
 /// `gimlet serve`: MCP over stdio, or streamable HTTP.
 pub(crate) async fn serve(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let (env, registry) = setup(global)?;
+    let again = global.clone();
     let config = gimlet_mcp::ServerConfig::new(env, registry)
-        .ask_timeout(std::time::Duration::from_secs(global.ask_timeout));
+        .ask_timeout(std::time::Duration::from_secs(global.ask_timeout))
+        .on_reload(move || reload(&again));
     let Some(addr) = args.http else {
         gimlet_mcp::serve(config).await?;
         return Ok(ExitCode::SUCCESS);

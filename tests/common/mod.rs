@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
-    ElicitResult, ElicitationAction, Implementation, ListRootsResult, ProgressNotificationParam,
-    Root,
+    ElicitResult, ElicitationAction, Implementation, ListRootsResult,
+    LoggingMessageNotificationParam, ProgressNotificationParam, Root,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -36,6 +36,10 @@ pub struct TestClient {
     pub elicit_delay: Option<std::time::Duration>,
     /// When set, the client declares roots and lists these `file://` URIs.
     pub roots: Option<Arc<Mutex<Vec<String>>>>,
+    /// `notifications/message` received.
+    pub logs: Arc<Mutex<Vec<LoggingMessageNotificationParam>>>,
+    /// `notifications/tools/list_changed` received.
+    pub tools_changed: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl TestClient {
@@ -101,6 +105,19 @@ impl ClientHandler for TestClient {
         Ok(ListRootsResult::new(
             uris.into_iter().map(Root::new).collect(),
         ))
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _cx: NotificationContext<RoleClient>,
+    ) {
+        self.logs.lock().unwrap().push(params);
+    }
+
+    async fn on_tool_list_changed(&self, _cx: NotificationContext<RoleClient>) {
+        self.tools_changed
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
     async fn on_progress(

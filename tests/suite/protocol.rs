@@ -1,6 +1,12 @@
 //! The wire itself: stdout carries only JSON-RPC, and stdin EOF ends the process.
 
+#![expect(
+    deprecated,
+    reason = "logging is deprecated in 2026-07-28 but still served"
+)]
+
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -96,4 +102,125 @@ async fn stdout_is_only_json_rpc_and_eof_ends_the_process() {
     // With trace logging on, the logs went to stderr, not stdout.
     let stderr = stderr_task.await.unwrap();
     assert!(!stderr.is_empty());
+}
+
+#[tokio::test]
+async fn log_messages_follow_the_level_the_client_sets() {
+    use rmcp::model::{LoggingLevel, SetLevelRequestParams};
+
+    let gimlet = crate::common::Gimlet::start().await;
+    gimlet.write("a.txt", "x\n");
+    let finished = |gimlet: &crate::common::Gimlet| {
+        gimlet
+            .handler
+            .logs
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|m| m.data["message"] == "call finished")
+            .count()
+    };
+    // Until the client asks, only warnings and errors go out.
+    crate::common::ok_text(&gimlet.call("read", json!({"path": "a.txt"})).await);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(finished(&gimlet), 0);
+
+    gimlet
+        .client
+        .set_level(SetLevelRequestParams::new(LoggingLevel::Debug))
+        .await
+        .unwrap();
+    crate::common::ok_text(&gimlet.call("read", json!({"path": "a.txt"})).await);
+    assert!(
+        crate::common::eventually(Duration::from_secs(5), || finished(&gimlet) == 1).await,
+        "a debug message for the call"
+    );
+    let logs = gimlet.handler.logs.lock().unwrap().clone();
+    let message = logs
+        .iter()
+        .find(|m| m.data["message"] == "call finished")
+        .unwrap();
+    assert_eq!(message.level, LoggingLevel::Debug);
+    assert_eq!(message.data["tool"], "read");
+    assert!(message.logger.as_deref().unwrap().starts_with("gimlet"));
+
+    gimlet
+        .client
+        .set_level(SetLevelRequestParams::new(LoggingLevel::Error))
+        .await
+        .unwrap();
+    crate::common::ok_text(&gimlet.call("read", json!({"path": "a.txt"})).await);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(finished(&gimlet), 1, "debug is below error");
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn sighup_reloads_the_config_and_announces_the_new_tool_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "disabled_tools = []\n").unwrap();
+    let config_arg = config.display().to_string();
+    let gimlet = crate::common::Gimlet::start_with(
+        crate::common::TestClient::default(),
+        &["--config", &config_arg],
+    )
+    .await;
+    let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
+        tools.into_iter().map(|t| t.name.to_string()).collect()
+    };
+    assert!(names(gimlet.client.list_all_tools().await.unwrap()).contains(&"grep".to_owned()));
+    crate::common::ok_text(
+        &gimlet
+            .call("write", json!({"path": "locked/a.txt", "content": "1"}))
+            .await,
+    );
+
+    std::fs::write(
+        &config,
+        r#"
+        disabled_tools = ["grep"]
+        [[permissions.rules]]
+        action = "deny"
+        tool = "write"
+        pattern = "locked/**"
+        "#,
+    )
+    .unwrap();
+    let status = std::process::Command::new("kill")
+        .args(["-HUP", &gimlet.pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let changed = Arc::clone(&gimlet.handler.tools_changed);
+    assert!(
+        crate::common::eventually(Duration::from_secs(10), || changed
+            .load(std::sync::atomic::Ordering::SeqCst)
+            == 1)
+        .await,
+        "notifications/tools/list_changed"
+    );
+    let now = names(gimlet.client.list_all_tools().await.unwrap());
+    assert!(!now.contains(&"grep".to_owned()), "{now:?}");
+    let denied = crate::common::err_text(
+        &gimlet
+            .call("write", json!({"path": "locked/b.txt", "content": "2"}))
+            .await,
+    );
+    assert!(denied.contains("rule denies"), "{denied}");
+
+    // A broken config is refused and the old one kept.
+    std::fs::write(&config, "disabled_tools = [").unwrap();
+    std::process::Command::new("kill")
+        .args(["-HUP", &gimlet.pid.to_string()])
+        .status()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let denied = crate::common::err_text(
+        &gimlet
+            .call("write", json!({"path": "locked/c.txt", "content": "3"}))
+            .await,
+    );
+    assert!(denied.contains("rule denies"), "{denied}");
+    gimlet.stop().await;
 }

@@ -17,6 +17,7 @@
 //! ```
 
 mod ask;
+mod logging;
 mod mapping;
 mod mrtr;
 mod progress;
@@ -30,6 +31,7 @@ use gimlet_tools::spill::SPILL_MAX_AGE;
 use gimlet_tools::{ToolEnv, ToolRegistry};
 
 pub use ask::DEFAULT_ASK_TIMEOUT;
+pub use logging::client_log_layer;
 pub use server::GimletServer;
 pub use transport::http::{
     DEFAULT_HTTP_ADDR, HttpConfig, HttpConfigError, HttpServer, generate_token,
@@ -38,11 +40,23 @@ pub use transport::http::{
 /// How often old spill files are swept while the server runs.
 const SWEEP_EVERY: Duration = Duration::from_secs(60 * 60);
 
+/// What a config reload produces: the new policy and the new tool set.
+pub struct Reloaded {
+    /// The permission policy.
+    pub policy: gimlet_tools::Policy,
+    /// The tools (with the disabled ones disabled).
+    pub registry: ToolRegistry,
+}
+
+/// Reads the configuration again; run off the async runtime.
+pub(crate) type Reload = Arc<dyn Fn() -> Result<Reloaded, String> + Send + Sync>;
+
 /// Everything `serve` needs.
 pub struct ServerConfig {
     env: Arc<ToolEnv>,
     registry: Arc<ToolRegistry>,
     ask_timeout: Duration,
+    reload: Option<Reload>,
 }
 
 impl ServerConfig {
@@ -52,7 +66,19 @@ impl ServerConfig {
             env: Arc::new(env),
             registry: Arc::new(registry),
             ask_timeout: DEFAULT_ASK_TIMEOUT,
+            reload: None,
         }
+    }
+
+    /// How to read the configuration again on SIGHUP: the new policy applies to new calls,
+    /// and clients are told when the tool list changed.
+    #[must_use]
+    pub fn on_reload(
+        mut self,
+        reload: impl Fn() -> Result<Reloaded, String> + Send + Sync + 'static,
+    ) -> Self {
+        self.reload = Some(Arc::new(reload));
+        self
     }
 
     /// How long a permission question waits for the user (default 5 minutes).
@@ -78,6 +104,7 @@ pub enum ServeError {
 /// Serves until the client goes away or the process is asked to stop.
 pub async fn serve(config: ServerConfig) -> Result<(), ServeError> {
     let app = start(config).await;
+    reload_on_hangup(&app);
     transport::stdio::serve(app).await
 }
 
@@ -87,7 +114,9 @@ pub async fn serve_http(config: ServerConfig, server: HttpServer) -> Result<(), 
     let mut app = start_app(config).await;
     app.principal_idle = server.config().session_idle_time();
     app.principal_cap = server.config().session_cap();
-    server.run(Arc::new(app)).await
+    let app = Arc::new(app);
+    reload_on_hangup(&app);
+    server.run(app).await
 }
 
 async fn start(config: ServerConfig) -> Arc<server::App> {
@@ -106,7 +135,29 @@ async fn start_app(config: ServerConfig) -> server::App {
             tracing::debug!(?removed, "swept old outputs");
         }
     });
-    server::App::start(config.env, config.registry, config.ask_timeout).await
+    let mut app = server::App::start(config.env, config.registry, config.ask_timeout).await;
+    app.reload = config.reload;
+    app
+}
+
+/// Reloads the config on every SIGHUP, for as long as the app lives.
+fn reload_on_hangup(app: &Arc<server::App>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    if app.reload.is_none() {
+        return;
+    }
+    let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+        return;
+    };
+    let app = Arc::downgrade(app);
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            let Some(app) = app.upgrade() else {
+                break;
+            };
+            app.reload().await;
+        }
+    });
 }
 
 /// The `tools/list` result for these tools, as JSON (what `gimlet tools --json` prints).

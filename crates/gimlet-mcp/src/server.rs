@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use gimlet_tools::fs::Root;
@@ -22,13 +22,15 @@ use rmcp::model::{
     ListResourcesResult, ListToolsResult, LoggingLevel, PaginatedRequestParams, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
     ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig as InitializeResult,
-    SetLevelRequestParams, Tool,
+    SetLevelRequestParams, SubscriptionFilter, Tool,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::ask::ElicitationAsker;
+use crate::logging;
 use crate::mapping;
 use crate::mrtr::{self, Round, Sealer};
 use crate::progress::ProgressBridge;
@@ -36,9 +38,17 @@ use crate::progress::ProgressBridge;
 /// What every session shares.
 pub(crate) struct App {
     pub(crate) env: Arc<ToolEnv>,
-    pub(crate) registry: Arc<ToolRegistry>,
-    pub(crate) tools: Vec<Tool>,
+    /// The tools; replaced on a config reload.
+    registry: RwLock<Arc<ToolRegistry>>,
+    /// The `tools/list` entries of the registry.
+    tools: RwLock<Arc<Vec<Tool>>>,
     pub(crate) instructions: String,
+    /// Session clients, for `notifications/tools/list_changed`.
+    peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// 2026-07-28 clients listening for list changes (`subscriptions/listen`).
+    listeners: Mutex<Vec<SubscriptionSink>>,
+    /// Reads the config again (SIGHUP).
+    pub(crate) reload: Option<crate::Reload>,
     pub(crate) ask_timeout: Duration,
     /// Seals the request state of 2026-07-28 questions.
     pub(crate) sealer: Arc<Sealer>,
@@ -83,15 +93,101 @@ impl App {
         let instructions = instructions(&env, &specs);
         Self {
             env,
-            registry,
-            tools,
+            registry: RwLock::new(registry),
+            tools: RwLock::new(Arc::new(tools)),
             instructions,
+            peers: Mutex::new(Vec::new()),
+            listeners: Mutex::new(Vec::new()),
+            reload: None,
             ask_timeout,
             sealer: Arc::new(Sealer::new()),
             running_calls: AtomicUsize::new(0),
             principals: Mutex::new(HashMap::new()),
             principal_idle: Duration::from_secs(30 * 60),
             principal_cap: 64,
+        }
+    }
+
+    /// The tools now.
+    pub(crate) fn registry(&self) -> Arc<ToolRegistry> {
+        Arc::clone(&self.registry.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The `tools/list` entries now.
+    pub(crate) fn tools(&self) -> Arc<Vec<Tool>> {
+        Arc::clone(&self.tools.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Reads the config again: the new policy applies to calls that start from now on, and
+    /// when the tool list changed, every client is told (`notifications/tools/list_changed`).
+    pub(crate) async fn reload(&self) {
+        let Some(reload) = &self.reload else {
+            return;
+        };
+        let reload = Arc::clone(reload);
+        let fresh = match tokio::task::spawn_blocking(move || reload()).await {
+            Ok(Ok(fresh)) => fresh,
+            Ok(Err(err)) => {
+                tracing::error!("config reload failed, keeping the old one: {err}");
+                return;
+            }
+            Err(err) => {
+                tracing::error!("config reload failed: {err}");
+                return;
+            }
+        };
+        self.env.set_policy(fresh.policy);
+        let registry = Arc::new(fresh.registry);
+        let tools: Vec<Tool> = registry
+            .init(&self.env)
+            .await
+            .iter()
+            .map(mapping::tool)
+            .collect();
+        let changed = *self.tools() != tools;
+        *self
+            .registry
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = registry;
+        *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(tools);
+        tracing::info!(tools_changed = changed, "config reloaded");
+        if changed {
+            self.notify_tools_changed().await;
+        }
+    }
+
+    /// Tells every client that the tool list changed.
+    async fn notify_tools_changed(&self) {
+        let peers: Vec<Peer<RoleServer>> = {
+            let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
+            peers.retain(|p| !p.is_transport_closed());
+            peers.clone()
+        };
+        for peer in peers {
+            let _ = peer.notify_tool_list_changed().await;
+        }
+        let listeners: Vec<SubscriptionSink> = self
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let mut gone = Vec::new();
+        for (i, listener) in listeners.iter().enumerate() {
+            if listener.notify_tool_list_changed().await.is_err() {
+                gone.push(i);
+            }
+        }
+        if !gone.is_empty() {
+            let mut listeners = self
+                .listeners
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let mut i = 0;
+            listeners.retain(|_| {
+                let keep = !gone.contains(&i);
+                i += 1;
+                keep
+            });
         }
     }
 
@@ -212,6 +308,8 @@ pub struct GimletServer {
     /// Over HTTP: stateless requests use their credential's session instead.
     http: bool,
     log_level: Arc<Mutex<LoggingLevel>>,
+    /// Sends this session's log messages to its client, once it is initialized.
+    log_sink: Arc<Mutex<Option<logging::SinkGuard>>>,
 }
 
 impl GimletServer {
@@ -221,6 +319,7 @@ impl GimletServer {
             session,
             http: false,
             log_level: Arc::new(Mutex::new(LoggingLevel::Warning)),
+            log_sink: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -304,6 +403,34 @@ impl GimletServer {
         self.session.set_client_roots(roots);
     }
 
+    /// Starts sending this session's log messages to its client.
+    fn start_logging(&self, peer: &Peer<RoleServer>) {
+        let level = *self
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let guard = logging::register(self.session.id(), peer.clone(), level);
+        *self.log_sink.lock().unwrap_or_else(PoisonError::into_inner) = Some(guard);
+    }
+
+    /// Where a call's log messages go: its session's client, or, for a stateless request that
+    /// asked for a level in `_meta`, that request's stream (registered for the call).
+    fn log_target(
+        &self,
+        rc: &RequestContext<RoleServer>,
+        session: &Session,
+    ) -> (String, Option<logging::SinkGuard>) {
+        if session.id() == self.session.id() {
+            return (self.session.id().to_owned(), None);
+        }
+        let key = format!("{}/{}", session.id(), rc.id);
+        let guard = rc
+            .meta
+            .log_level()
+            .map(|level| logging::register(&key, rc.peer.clone(), level));
+        (key, guard)
+    }
+
     fn saved_outputs(session: &Session) -> Vec<String> {
         let saved = session.state::<SavedOutputs>();
         let ids = saved.ids.lock().unwrap_or_else(PoisonError::into_inner);
@@ -331,11 +458,11 @@ impl ServerHandler for GimletServer {
         _page: Option<PaginatedRequestParams>,
         _rc: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.app.tools.clone()))
+        Ok(ListToolsResult::with_all_items(self.app.tools().to_vec()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.app.tools.iter().find(|t| t.name == name).cloned()
+        self.app.tools().iter().find(|t| t.name == name).cloned()
     }
 
     async fn call_tool(
@@ -346,14 +473,23 @@ impl ServerHandler for GimletServer {
         let _running = Running::start(&self.app.running_calls);
         let ctx = self.context(&rc, &params);
         let session = Arc::clone(ctx.session());
+        let (log_to, _call_sink) = self.log_target(&rc, &session);
+        let span = tracing::info_span!("call", log_to = %log_to, tool = %params.name);
         let input = params.arguments.map_or(Value::Null, Value::Object);
-        let registry = Arc::clone(&self.app.registry);
-        let report =
-            match pipeline::run_on_worker(registry, params.name.to_string(), input, ctx).await {
-                Ok(report) => report,
-                Err(err @ CallError::UnknownTool { .. }) => return Err(mapping::call_error(&err)),
-            };
-        tracing::debug!(tool = %params.name, duration = ?report.duration, ok = report.result.is_ok(), "call finished");
+        let registry = self.app.registry();
+        let run = pipeline::run_on_worker(registry, params.name.to_string(), input, ctx);
+        let report = match run.instrument(span.clone()).await {
+            Ok(report) => report,
+            Err(err @ CallError::UnknownTool { .. }) => return Err(mapping::call_error(&err)),
+        };
+        span.in_scope(|| {
+            tracing::debug!(
+                tool = %params.name,
+                duration_ms = report.duration.as_millis(),
+                ok = report.result.is_ok(),
+                "call finished"
+            );
+        });
         match report.result {
             Ok(output) => {
                 if let Some(file) = output.truncated.as_ref().and_then(|t| t.spill.as_ref()) {
@@ -381,22 +517,50 @@ impl ServerHandler for GimletServer {
     }
 
     async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
-        self.refresh_roots(&cx.peer).await;
+        self.app
+            .peers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(cx.peer.clone());
+        self.start_logging(&cx.peer);
+        let span = tracing::info_span!("roots", log_to = %self.session.id());
+        self.refresh_roots(&cx.peer).instrument(span).await;
     }
 
     async fn on_roots_list_changed(&self, cx: NotificationContext<RoleServer>) {
-        self.refresh_roots(&cx.peer).await;
+        let span = tracing::info_span!("roots", log_to = %self.session.id());
+        self.refresh_roots(&cx.peer).instrument(span).await;
     }
 
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _rc: RequestContext<RoleServer>,
+        rc: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         *self
             .log_level
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = request.level;
+        if !logging::set_level(self.session.id(), request.level) {
+            self.start_logging(&rc.peer);
+        }
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, cx: SubscriptionContext) -> Result<(), ErrorData> {
+        self.app
+            .listeners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(cx.sink().clone());
+        cx.cancelled().await;
         Ok(())
     }
 

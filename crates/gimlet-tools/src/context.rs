@@ -46,7 +46,7 @@ pub enum SandboxStatus {
 #[derive(Debug)]
 pub struct ToolEnv {
     roots: RootSet,
-    policy: Arc<Policy>,
+    policy: RwLock<Arc<Policy>>,
     limits: OutputLimits,
     spill: SpillStore,
     exec: Arc<Exec>,
@@ -69,9 +69,15 @@ impl ToolEnv {
         &self.roots
     }
 
-    /// The permission policy.
-    pub fn policy(&self) -> &Arc<Policy> {
-        &self.policy
+    /// The permission policy now. A call keeps the one it started with
+    /// ([`ToolContext::policy`]).
+    pub fn policy(&self) -> Arc<Policy> {
+        Arc::clone(&self.policy.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Replaces the policy (a config reload); calls already running keep theirs.
+    pub fn set_policy(&self, policy: Policy) {
+        *self.policy.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(policy);
     }
 
     /// Default output limits (a tool's own limits are capped by these).
@@ -141,7 +147,7 @@ impl ToolEnv {
     pub fn for_client(&self, client_name: Option<String>) -> Self {
         Self {
             roots: self.roots.clone(),
-            policy: Arc::clone(&self.policy),
+            policy: RwLock::new(self.policy()),
             limits: self.limits,
             spill: self.spill.clone(),
             exec: Arc::clone(&self.exec),
@@ -299,7 +305,7 @@ impl ToolEnvBuilder {
         })?;
         Ok(ToolEnv {
             roots,
-            policy: Arc::new(self.policy.unwrap_or_default()),
+            policy: RwLock::new(Arc::new(self.policy.unwrap_or_default())),
             limits: self.limits.unwrap_or_default(),
             spill,
             exec: Arc::new(Exec::new(self.exec_helper, self.sandbox)),
@@ -448,6 +454,7 @@ pub struct ToolContext {
 
 struct ContextInner {
     env: Arc<ToolEnv>,
+    policy: Arc<Policy>,
     session: Arc<Session>,
     call_id: String,
     cancel: CancellationToken,
@@ -525,9 +532,9 @@ impl ToolContext {
         &self.inner.asker
     }
 
-    /// The permission policy.
+    /// The permission policy, as it was when the call started.
     pub fn policy(&self) -> &Policy {
-        self.inner.env.policy()
+        &self.inner.policy
     }
 
     /// This call's roots: the configured ones, then the client's.
@@ -759,6 +766,7 @@ impl ToolContextBuilder {
         });
         ToolContext {
             inner: Arc::new(ContextInner {
+                policy: self.env.policy(),
                 env: self.env,
                 session,
                 call_id,

@@ -129,7 +129,10 @@ pub async fn run_on_worker(
     ctx: ToolContext,
 ) -> Result<CallReport, CallError> {
     let handle = tokio::runtime::Handle::current();
+    // The caller's span (e.g. the session the call belongs to) stays current on the worker.
+    let span = tracing::Span::current();
     let worker = tokio::task::spawn_blocking(move || {
+        let _span = span.enter();
         ON_WORKER.with(|flag| flag.set(true));
         let report = handle.block_on(run(&registry, &name, input, &ctx));
         ON_WORKER.with(|flag| flag.set(false));
