@@ -398,3 +398,30 @@ async fn sigterm_lets_running_calls_finish_then_exits() {
         .unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+#[tokio::test]
+async fn a_client_that_never_finishes_its_headers_is_cut_off() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = HttpGimlet::start(&[]).await;
+    let addr = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    stream
+        .write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut buf)).await;
+    assert!(
+        read.is_ok(),
+        "the server must close a connection stuck in its headers"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_secs(5),
+        "closed by the timeout, not at once"
+    );
+}
