@@ -5,6 +5,8 @@
 //! - small `read` calls one after another: client-observed latency, and the server's CPU time
 //!   per call (process-wide user+system time from /proc, over many calls).
 //!
+//! - N calls sent at once against N one after another (`grep` over a tree, small `read`s).
+//!
 //! Run on a quiet machine; the figures go into docs/performance.md.
 
 #![expect(
@@ -96,6 +98,24 @@ impl Server {
         );
         self.wait_for(id);
         self.notify("notifications/initialized");
+    }
+
+    /// Waits for all of these replies, in whatever order they come.
+    fn wait_all(&mut self, ids: &[u64]) {
+        let mut left: Vec<u64> = ids.to_vec();
+        let mut line = String::new();
+        while !left.is_empty() {
+            line.clear();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "server closed stdout"
+            );
+            let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if let Some(id) = message["id"].as_u64() {
+                assert_eq!(message["result"]["isError"], false, "{message}");
+                left.retain(|l| *l != id);
+            }
+        }
     }
 
     /// User and system CPU time of the server process so far.
@@ -191,6 +211,62 @@ fn main() {
         us(system) / READS as f64,
         READS as f64 / wall.as_secs_f64()
     );
+    let tree = tempfile::tempdir().unwrap();
+    parallel(tree.path(), data.path());
+}
+
+/// N calls sent at once against N times one call, for `grep` over a tree and small `read`s.
+fn parallel(root: &std::path::Path, data: &std::path::Path) {
+    const N: usize = 8;
+    const ROUNDS: usize = 10;
+    for d in 0..40 {
+        let dir = root.join(format!("dir{d}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..50 {
+            let text: String = (0..200)
+                .map(|l| format!("fn item_{d}_{f}_{l}() {{ let value = {l} * 7; }}\n"))
+                .collect();
+            std::fs::write(dir.join(format!("file{f}.rs")), text).unwrap();
+        }
+    }
+    let mut server = Server::spawn(root, data);
+    server.initialize();
+    for (name, args) in [
+        (
+            "grep",
+            serde_json::json!({"pattern": "value = 13[0-9]", "output_mode": "count"}),
+        ),
+        (
+            "read",
+            serde_json::json!({"path": "dir0/file0.rs", "limit": 50}),
+        ),
+    ] {
+        let call = serde_json::json!({"name": name, "arguments": args});
+        // Warm up.
+        for _ in 0..3 {
+            let id = server.send("tools/call", &call);
+            server.wait_for(id);
+        }
+        let started = Instant::now();
+        for _ in 0..ROUNDS * N {
+            let id = server.send("tools/call", &call);
+            server.wait_all(&[id]);
+        }
+        let one_by_one = started.elapsed();
+        let started = Instant::now();
+        for _ in 0..ROUNDS {
+            let ids: Vec<u64> = (0..N).map(|_| server.send("tools/call", &call)).collect();
+            server.wait_all(&ids);
+        }
+        let together = started.elapsed();
+        println!(
+            "{N} `{name}` calls at once: {:.2} ms vs {:.2} ms one after another ({:.2}x)",
+            ms(together) / ROUNDS as f64,
+            ms(one_by_one) / ROUNDS as f64,
+            one_by_one.as_secs_f64() / together.as_secs_f64()
+        );
+    }
+    server.stop();
 }
 
 fn ms(d: Duration) -> f64 {

@@ -80,3 +80,55 @@ async fn grep_and_glob_through_mcp() {
     assert_eq!(result.structured_content.unwrap()["total"], 2);
     gimlet.stop().await;
 }
+
+#[tokio::test]
+async fn parallel_edits_of_one_file_all_land() {
+    let gimlet = Gimlet::start().await;
+    let lines: String = (0..8).map(|i| format!("slot {i}\n")).collect();
+    gimlet.write("shared.txt", &lines);
+    ok_text(&gimlet.call("read", json!({"path": "shared.txt"})).await);
+    // Eight edits sent at once, each replacing its own line, plus reads in between.
+    let edits = (0..8).map(|i| {
+        gimlet.call(
+            "edit",
+            json!({"path": "shared.txt", "old_string": format!("slot {i}\n"), "new_string": format!("done {i}\n")}),
+        )
+    });
+    let reads = (0..8).map(|_| gimlet.call("grep", json!({"pattern": "slot|done"})));
+    let (edits, reads) = tokio::join!(join_all(edits), join_all(reads));
+    for result in &edits {
+        ok_text(result);
+    }
+    for result in &reads {
+        ok_text(result);
+    }
+    let text = std::fs::read_to_string(gimlet.root().join("shared.txt")).unwrap();
+    let expected: String = (0..8).map(|i| format!("done {i}\n")).collect();
+    assert_eq!(text, expected, "no edit lost another");
+    gimlet.stop().await;
+}
+
+/// Polls every future until all are done (they are sent together).
+async fn join_all<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
+    use std::task::Poll;
+    let mut futures: Vec<std::pin::Pin<Box<F>>> = futures.map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none() {
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(value) => *output = Some(value),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
+}

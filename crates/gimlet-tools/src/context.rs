@@ -56,7 +56,11 @@ pub struct ToolEnv {
     locks: Arc<PathLocks>,
     budget: Budget,
     audit: Option<Arc<AuditLog>>,
+    workers: Arc<tokio::sync::Semaphore>,
 }
+
+/// Calls that may run at once across all sessions, by default.
+pub const DEFAULT_MAX_PARALLEL_CALLS: usize = 16;
 
 impl ToolEnv {
     /// Starts building an environment.
@@ -127,6 +131,11 @@ impl ToolEnv {
         &self.hooks
     }
 
+    /// Slots for running calls: at most this many execute at once, across sessions.
+    pub(crate) fn workers(&self) -> &tokio::sync::Semaphore {
+        &self.workers
+    }
+
     /// The per-session budgets.
     pub fn budget(&self) -> Budget {
         self.budget
@@ -157,6 +166,7 @@ impl ToolEnv {
             locks: Arc::clone(&self.locks),
             budget: self.budget,
             audit: self.audit.clone(),
+            workers: Arc::clone(&self.workers),
         }
     }
 }
@@ -175,6 +185,7 @@ pub struct ToolEnvBuilder {
     hooks: Vec<Arc<dyn Hook>>,
     budget: Budget,
     audit: Option<Arc<AuditLog>>,
+    max_parallel: Option<usize>,
 }
 
 /// Why a [`ToolEnv`] could not be built.
@@ -277,6 +288,14 @@ impl ToolEnvBuilder {
         self
     }
 
+    /// How many calls may execute at once, across sessions (default
+    /// [`DEFAULT_MAX_PARALLEL_CALLS`]).
+    #[must_use]
+    pub fn max_parallel_calls(mut self, max: usize) -> Self {
+        self.max_parallel = Some(max.max(1));
+        self
+    }
+
     /// Writes one line per call to this audit log.
     #[must_use]
     pub fn audit(mut self, log: AuditLog) -> Self {
@@ -308,13 +327,20 @@ impl ToolEnvBuilder {
             policy: RwLock::new(Arc::new(self.policy.unwrap_or_default())),
             limits: self.limits.unwrap_or_default(),
             spill,
-            exec: Arc::new(Exec::new(self.exec_helper, self.sandbox)),
+            exec: Arc::new(Exec::with_cache(
+                self.exec_helper,
+                self.sandbox,
+                Some(spill_dir.join(".sandbox-probe.json")),
+            )),
             client_name: self.client_name,
             settings: Arc::new(self.settings.unwrap_or_default()),
             hooks: self.hooks,
             locks: Arc::new(PathLocks::default()),
             budget: self.budget,
             audit: self.audit,
+            workers: Arc::new(tokio::sync::Semaphore::new(
+                self.max_parallel.unwrap_or(DEFAULT_MAX_PARALLEL_CALLS),
+            )),
         })
     }
 }
@@ -327,6 +353,8 @@ pub struct Session {
     id: String,
     files: FileStates,
     grants: Grants,
+    /// Concurrency-safe calls share it; the others hold it alone, in arrival order.
+    lane: tokio::sync::RwLock<()>,
     client_roots: RwLock<Vec<Arc<Root>>>,
     extensions: Extensions,
 }
@@ -353,6 +381,12 @@ impl Session {
     /// "Allow for this session" grants.
     pub fn grants(&self) -> &Grants {
         &self.grants
+    }
+
+    /// The session's call lane: concurrency-safe calls take it shared, the others alone.
+    /// Tokio's lock is fair, so waiting calls go in the order they arrived.
+    pub(crate) fn lane(&self) -> &tokio::sync::RwLock<()> {
+        &self.lane
     }
 
     /// Replaces the roots the client offered (MCP `roots/list`).

@@ -206,7 +206,29 @@ async fn execute(
     if ctx.is_cancelled() {
         return Err(ToolError::Cancelled);
     }
-    let interrupt = tool.flags(Some(&args)).interrupt;
+    let flags = tool.flags(Some(&args));
+    // Concurrency-safe calls run side by side; the others alone in their session, in the
+    // order they came. At most the worker limit run at once overall.
+    let slots = async {
+        let lane = ctx.session().lane();
+        let lane = if flags.concurrency_safe {
+            Lane::Shared {
+                _guard: lane.read().await,
+            }
+        } else {
+            Lane::Alone {
+                _guard: lane.write().await,
+            }
+        };
+        let worker = ctx.env().workers().acquire().await;
+        (lane, worker)
+    };
+    let _slots = tokio::select! {
+        biased;
+        () = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
+        slots = slots => slots,
+    };
+    let interrupt = flags.interrupt;
     let work = tool.execute(args, ctx);
     match interrupt {
         InterruptBehavior::Cancel => tokio::select! {
@@ -216,6 +238,16 @@ async fn execute(
         },
         InterruptBehavior::Block => work.await,
     }
+}
+
+/// A call's hold on its session's lane.
+enum Lane<'a> {
+    Shared {
+        _guard: tokio::sync::RwLockReadGuard<'a, ()>,
+    },
+    Alone {
+        _guard: tokio::sync::RwLockWriteGuard<'a, ()>,
+    },
 }
 
 /// Polls a future, turning a panic into `Err(message)`.

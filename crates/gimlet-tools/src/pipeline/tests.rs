@@ -478,3 +478,143 @@ async fn read_only_mode_refuses_mutating_tools_even_when_called_by_name() {
         json!({"verdict": "deny", "by": "mode read-only"})
     );
 }
+
+/// Arguments of the concurrency probe.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct OverlapArgs {
+    /// Whether this call may run beside others.
+    safe: bool,
+    /// A label recorded when it starts.
+    label: u32,
+}
+
+/// Counts how many of its calls run at once.
+#[derive(Default)]
+struct Overlap {
+    active: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+    /// Whether an unsafe call ever ran beside another.
+    collided: Arc<std::sync::atomic::AtomicBool>,
+    started: Arc<std::sync::Mutex<Vec<u32>>>,
+}
+
+impl Tool for Overlap {
+    type Args = OverlapArgs;
+    const NAME: &'static str = "overlap";
+    const TITLE: &'static str = "Overlap";
+
+    fn description(&self, _env: &ToolEnv) -> Cow<'static, str> {
+        "test".into()
+    }
+
+    fn flags(&self, args: Option<&OverlapArgs>) -> ToolFlags {
+        ToolFlags {
+            concurrency_safe: args.is_some_and(|a| a.safe),
+            ..ToolFlags::default()
+        }
+    }
+
+    async fn execute(
+        &self,
+        args: OverlapArgs,
+        _ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        self.started.lock().unwrap().push(args.label);
+        let now = self.active.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        if !args.safe && now > 1 {
+            self.collided.store(true, Ordering::SeqCst);
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        if !args.safe && self.active.load(Ordering::SeqCst) > 1 {
+            self.collided.store(true, Ordering::SeqCst);
+        }
+        self.active.fetch_sub(1, Ordering::SeqCst);
+        Ok(ToolOutput::text("done"))
+    }
+}
+
+/// Polls every future, in order, until all are done.
+async fn join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
+    use std::task::Poll;
+    let mut futures: Vec<std::pin::Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none() {
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(value) => *output = Some(value),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    outputs.into_iter().map(Option::unwrap).collect()
+}
+
+async fn overlap_run(ws: &TestWorkspace, calls: &[(bool, u32)]) {
+    let ctx = ws.ctx();
+    let futures = calls
+        .iter()
+        .map(|(safe, label)| ws.call_with(&ctx, "overlap", json!({"safe": safe, "label": label})));
+    for result in join_all(futures.collect()).await {
+        result.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn safe_calls_overlap_and_the_others_run_alone_in_order() {
+    let overlap = Overlap::default();
+    let (most, collided, started) = (
+        Arc::clone(&overlap.most),
+        Arc::clone(&overlap.collided),
+        Arc::clone(&overlap.started),
+    );
+    let mut ws = TestWorkspace::new();
+    ws.registry.register(overlap, ToolSource::Caller);
+
+    overlap_run(&ws, &(0..8).map(|i| (true, i)).collect::<Vec<_>>()).await;
+    assert!(
+        most.load(Ordering::SeqCst) >= 4,
+        "safe calls ran side by side"
+    );
+
+    most.store(0, Ordering::SeqCst);
+    started.lock().unwrap().clear();
+    overlap_run(&ws, &(0..6).map(|i| (false, i)).collect::<Vec<_>>()).await;
+    assert_eq!(
+        most.load(Ordering::SeqCst),
+        1,
+        "unsafe calls ran one at a time"
+    );
+    assert_eq!(
+        *started.lock().unwrap(),
+        vec![0, 1, 2, 3, 4, 5],
+        "in arrival order"
+    );
+
+    // Mixed: an unsafe call never overlaps anything.
+    let mixed: Vec<(bool, u32)> = (0..12).map(|i| (i % 3 != 0, i)).collect();
+    overlap_run(&ws, &mixed).await;
+    assert!(
+        !collided.load(Ordering::SeqCst),
+        "an unsafe call ran beside another"
+    );
+}
+
+#[tokio::test]
+async fn the_worker_limit_bounds_parallel_calls() {
+    let overlap = Overlap::default();
+    let most = Arc::clone(&overlap.most);
+    let mut ws = TestWorkspace::custom(|b| b.max_parallel_calls(2));
+    ws.registry.register(overlap, ToolSource::Caller);
+    overlap_run(&ws, &(0..8).map(|i| (true, i)).collect::<Vec<_>>()).await;
+    assert_eq!(most.load(Ordering::SeqCst), 2);
+}

@@ -115,10 +115,23 @@ pub struct Exec {
 impl Exec {
     /// Starts probing the sandbox in the background (unless it is off or there is no helper).
     pub fn new(helper: Option<PathBuf>, setting: SandboxSetting) -> Self {
+        Self::with_cache(helper, setting, None)
+    }
+
+    /// Like [`Exec::new`], remembering the probe's answer in `cache` for as long as the same
+    /// helper binary runs on the same boot of the same kernel: later starts skip the probe.
+    /// A stale answer cannot weaken anything: a command the helper cannot sandbox fails.
+    pub fn with_cache(
+        helper: Option<PathBuf>,
+        setting: SandboxSetting,
+        cache: Option<PathBuf>,
+    ) -> Self {
         let probe = match (&helper, setting) {
             (Some(helper), SandboxSetting::Auto | SandboxSetting::On) => {
                 let helper = helper.clone();
-                Some(std::thread::spawn(move || probe(&helper)))
+                Some(std::thread::spawn(move || {
+                    cached_probe(&helper, cache.as_deref())
+                }))
             }
             _ => None,
         };
@@ -156,6 +169,52 @@ impl Exec {
     pub fn sandboxed(&self) -> bool {
         self.setting != SandboxSetting::Off && self.helper.is_some() && self.support().enforceable()
     }
+}
+
+/// What a cached probe answer is valid for: this boot, this kernel, this helper binary.
+fn probe_key(helper: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let meta = std::fs::metadata(helper).ok()?;
+    let uname = rustix::system::uname();
+    let key = format!(
+        "{}|{}|{}|{}|{}|{}|{}",
+        boot.trim(),
+        uname.release().to_string_lossy(),
+        helper.display(),
+        meta.len(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ino()
+    );
+    Some(crate::fs::ContentHash::of(key.as_bytes()).to_string())
+}
+
+/// The probe's answer from the cache when it is still valid, else a fresh probe (saved).
+fn cached_probe(helper: &Path, cache: Option<&Path>) -> Support {
+    #[derive(Serialize, Deserialize)]
+    struct Cached {
+        key: String,
+        support: Support,
+    }
+    let key = probe_key(helper);
+    if let (Some(cache), Some(key)) = (cache, &key)
+        && let Ok(text) = std::fs::read(cache)
+        && let Ok(cached) = serde_json::from_slice::<Cached>(&text)
+        && cached.key == *key
+    {
+        return cached.support;
+    }
+    let support = probe(helper);
+    if let (Some(cache), Some(key)) = (cache, key)
+        && let Some(dir) = cache.parent()
+        && let Ok(mut file) = tempfile::NamedTempFile::new_in(dir)
+        && let Ok(text) = serde_json::to_vec(&Cached { key, support })
+        && std::io::Write::write_all(&mut file, &text).is_ok()
+    {
+        let _ = file.persist(cache);
+    }
+    support
 }
 
 /// Runs the helper's probe: it sandboxes itself and reports what held.
@@ -235,5 +294,40 @@ mod tests {
         assert!(existing.contains(&dir.path().join(".gimlet.toml")));
         assert!(missing.contains(&dir.path().join(".mcp.json")));
         assert!(missing.contains(&dir.path().join(".git/config")));
+    }
+
+    #[test]
+    fn the_probe_answer_is_cached_until_the_helper_changes() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let count = dir.path().join("count");
+        let helper = dir.path().join("helper");
+        let script = format!(
+            "#!/bin/sh\necho x >> '{}'\necho '{{\"landlock\":\"none\",\"seccomp\":true,\"mounts\":false}}'\n",
+            count.display()
+        );
+        std::fs::write(&helper, &script).unwrap();
+        std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let cache = dir.path().join("probe.json");
+        let runs = || {
+            std::fs::read_to_string(&count)
+                .unwrap_or_default()
+                .lines()
+                .count()
+        };
+
+        let first = cached_probe(&helper, Some(&cache));
+        assert!(first.seccomp, "the helper's answer is used: {first:?}");
+        assert_eq!(runs(), 1);
+        assert_eq!(cached_probe(&helper, Some(&cache)), first);
+        assert_eq!(runs(), 1, "the second start reads the cache");
+
+        // A new helper binary (a rebuild, an upgrade) probes again.
+        std::fs::write(&helper, format!("{script}# rebuilt\n")).unwrap();
+        assert_eq!(cached_probe(&helper, Some(&cache)), first);
+        assert_eq!(runs(), 2);
+        // Without a cache every call probes.
+        cached_probe(&helper, None);
+        assert_eq!(runs(), 3);
     }
 }
