@@ -8,11 +8,13 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use gimlet_tools::ask::{Answer, Asker, BoxFuture, Question};
 use gimlet_tools::audit::AuditLog;
+use gimlet_tools::command_hook::CommandHook;
 use gimlet_tools::config::{ConfigFile, PROJECT_FILE};
 use gimlet_tools::pipeline::{self, CallError};
 use gimlet_tools::sandbox::SandboxSetting;
+use gimlet_tools::tools::CommandTool;
 use gimlet_tools::{
-    Approval, AskRequest, Content, DenyAsker, Mode, ToolContext, ToolEnv, ToolRegistry,
+    Approval, AskRequest, Content, DenyAsker, Mode, ToolContext, ToolEnv, ToolRegistry, ToolSource,
 };
 use tracing_subscriber::EnvFilter;
 
@@ -190,19 +192,25 @@ fn setup(global: &GlobalArgs) -> anyhow::Result<(ToolEnv, ToolRegistry)> {
     for root in &global.roots {
         builder = builder.root(root);
     }
-    Ok((builder.build()?, registry(&config)))
+    for hook in &config.hooks {
+        builder = builder.hook(Arc::new(CommandHook::new(hook)?));
+    }
+    Ok((builder.build()?, registry(&config)?))
 }
 
-/// The built-in tools, less those the config disables.
-fn registry(config: &ConfigFile) -> ToolRegistry {
+/// The built-in tools and the config's plugin tools, less those the config disables.
+fn registry(config: &ConfigFile) -> anyhow::Result<ToolRegistry> {
     let mut registry = ToolRegistry::builtin();
+    for plugin in &config.plugins {
+        registry.register_dyn(Arc::new(CommandTool::new(plugin)?), ToolSource::Plugin);
+    }
     for name in &config.disabled_tools {
         if registry.get(name).is_none() {
             tracing::warn!("the config disables `{name}`, but there is no such tool");
         }
         registry.disable(name);
     }
-    registry
+    Ok(registry)
 }
 
 /// SIGHUP: the config files again. The mode, rules and disabled tools change; the rest
@@ -214,7 +222,7 @@ fn reload(global: &GlobalArgs) -> Result<gimlet_mcp::Reloaded, String> {
         .map_err(|e| e.to_string())?;
     Ok(gimlet_mcp::Reloaded {
         policy,
-        registry: registry(&config),
+        registry: registry(&config).map_err(|e| format!("{e:#}"))?,
     })
 }
 

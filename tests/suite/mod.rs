@@ -1,6 +1,7 @@
 mod bash;
 mod crash;
 mod escapes;
+mod extending;
 mod file_tools;
 mod http;
 mod initialize;

@@ -88,6 +88,87 @@ pub struct Budget {
     pub max_tool_seconds: Option<u64>,
 }
 
+/// When a hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HookEvent {
+    /// After the permission stage, before the tool runs: may block, ask, or replace the input.
+    Before,
+    /// After the tool (and truncation): may replace the output.
+    After,
+}
+
+/// One `[[hooks]]` entry: a command run around matching calls.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct HookConfig {
+    /// `before` or `after`.
+    pub event: HookEvent,
+    /// A glob on the tool's name (default `*`).
+    #[serde(default = "any")]
+    pub tool: String,
+    /// A glob on what the call touches: its `command`, `path`, `url`, `pattern` or `query`.
+    #[serde(default)]
+    pub pattern: Option<String>,
+    /// The command, run with `sh -c` in the first root; it gets the call as JSON on stdin.
+    pub command: String,
+    /// Seconds before the command is stopped (default 60).
+    #[serde(default = "hook_timeout")]
+    pub timeout_s: u64,
+}
+
+fn any() -> String {
+    String::from("*")
+}
+
+fn hook_timeout() -> u64 {
+    60
+}
+
+/// One `[[plugins]]` entry: a tool that runs a command.
+#[derive(Debug, Clone, Deserialize)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent flags, as MCP's annotations"
+)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct PluginConfig {
+    /// The tool's name (`^[a-zA-Z0-9_-]{1,64}$`).
+    pub name: String,
+    /// A human title (default: the name).
+    #[serde(default)]
+    pub title: Option<String>,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// The command, run with the shell in the first root; it gets the arguments as JSON on
+    /// stdin and prints the result on stdout.
+    pub command: String,
+    /// The JSON schema of the arguments (an object schema; default: no arguments).
+    #[serde(default)]
+    pub input_schema: Option<serde_json::Value>,
+    /// Changes nothing (runs without asking, also in strict and read-only modes).
+    #[serde(default)]
+    pub read_only: bool,
+    /// May destroy data.
+    #[serde(default)]
+    pub destructive: bool,
+    /// May run side by side with other calls.
+    #[serde(default)]
+    pub concurrency_safe: bool,
+    /// Reaches outside the machine.
+    #[serde(default)]
+    pub open_world: bool,
+    /// Seconds before the command is stopped (default 120).
+    #[serde(default = "plugin_timeout")]
+    pub timeout_s: u64,
+}
+
+fn plugin_timeout() -> u64 {
+    120
+}
+
 /// The whole config file.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -103,6 +184,10 @@ pub struct ConfigFile {
     pub disabled_tools: Vec<String>,
     /// `[budget]`.
     pub budget: Budget,
+    /// `[[hooks]]`: commands run before or after matching calls.
+    pub hooks: Vec<HookConfig>,
+    /// `[[plugins]]`: tools that run a command.
+    pub plugins: Vec<PluginConfig>,
     /// Deny and ask rules from project files (see [`ConfigFile::tighten_with`]).
     #[serde(skip)]
     pub project_rules: Vec<Rule>,
@@ -207,6 +292,13 @@ impl ConfigFile {
             || !project.tools.bash.env_allow.is_empty()
         {
             ignored.push(String::from("[tools.bash] settings"));
+        }
+        // Hooks and plugins run commands: a checked-out repository must not bring its own.
+        if !project.hooks.is_empty() {
+            ignored.push(format!("{} hook(s)", project.hooks.len()));
+        }
+        if !project.plugins.is_empty() {
+            ignored.push(format!("{} plugin tool(s)", project.plugins.len()));
         }
         ignored
     }

@@ -31,9 +31,11 @@
 
 pub mod ask;
 pub mod audit;
+pub mod command_hook;
 pub mod config;
 pub mod context;
 mod error;
+mod external;
 pub mod fs;
 mod jobs;
 pub mod output;

@@ -27,11 +27,11 @@ impl std::fmt::Debug for ErasedArgs {
 }
 
 impl ErasedArgs {
-    fn new<A: Send + Sync + 'static>(args: A) -> Self {
+    pub(crate) fn new<A: Send + Sync + 'static>(args: A) -> Self {
         Self(Box::new(args))
     }
 
-    fn downcast<A: 'static>(self) -> Result<A, ToolError> {
+    pub(crate) fn downcast<A: 'static>(self) -> Result<A, ToolError> {
         self.0.downcast::<A>().map(|b| *b).map_err(|_| mismatch())
     }
 

@@ -264,10 +264,10 @@ const SANDBOX_SIGNS: &[(&str, &str)] = &[
 ];
 
 /// A finished foreground run.
-struct Finished {
+pub(super) struct Finished {
     command: String,
-    output: crate::output::LongText,
-    ending: Ending,
+    pub(super) output: crate::output::LongText,
+    pub(super) ending: Ending,
     duration: Duration,
     sandboxed: bool,
     timeout: Duration,
@@ -419,7 +419,7 @@ fn plan(
 }
 
 /// The session's private temp directory (removed with the session).
-fn session_tmp(ctx: &ToolContext) -> Result<PathBuf, ToolError> {
+pub(super) fn session_tmp(ctx: &ToolContext) -> Result<PathBuf, ToolError> {
     #[derive(Default)]
     struct SessionTmp(OnceLock<Option<tempfile::TempDir>>);
     let tmp = ctx.session().state::<SessionTmp>();
@@ -435,7 +435,7 @@ fn session_tmp(ctx: &ToolContext) -> Result<PathBuf, ToolError> {
         .ok_or_else(|| ToolError::failed("cannot create the session's temp directory"))
 }
 
-async fn run_foreground(
+pub(super) async fn run_foreground(
     args: &BashArgs,
     ctx: &ToolContext,
     sandboxed: bool,

@@ -1,0 +1,323 @@
+//! [`CommandTool`]: a tool declared in the config file (`[[plugins]]`) that runs a command.
+//!
+//! The command gets the call's arguments as JSON on stdin and prints the result on stdout.
+//! It runs the way `bash` runs a command: in the first root, in the sandbox when there is one,
+//! with the same timeout, cancellation, output bounds and credential-free environment. Its
+//! stderr is kept apart and shown only when it fails. The arguments are checked against the
+//! declared JSON schema before anything runs.
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::ask::BoxFuture;
+use crate::config::PluginConfig;
+use crate::context::{SandboxStatus, ToolContext, ToolEnv};
+use crate::error::ToolError;
+use crate::permission::{Access, Permission};
+use crate::process::Ending;
+use crate::registry::{DynTool, ErasedArgs};
+use crate::sandbox::SandboxSetting;
+use crate::tool::{Content, InterruptBehavior, JsonObject, OutputLimits, ToolFlags, ToolOutput};
+
+use super::bash::{BashArgs, run_foreground, session_tmp};
+
+/// A config-declared tool.
+pub struct CommandTool {
+    name: String,
+    title: String,
+    description: String,
+    command: String,
+    schema: JsonObject,
+    validator: jsonschema::Validator,
+    flags: ToolFlags,
+    timeout_s: u64,
+    sandbox: OnceLock<SandboxStatus>,
+}
+
+impl std::fmt::Debug for CommandTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandTool")
+            .field("name", &self.name)
+            .field("command", &self.command)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A `[[plugins]]` entry that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("plugin tool `{name}`: {message}")]
+pub struct PluginConfigError {
+    name: String,
+    message: String,
+}
+
+/// The longest timeout a plugin may declare (as `bash`'s maximum).
+const MAX_TIMEOUT_S: u64 = 600;
+
+impl CommandTool {
+    /// Checks a config entry: the name, the schema (which must compile), the timeout.
+    pub fn new(config: &PluginConfig) -> Result<Self, PluginConfigError> {
+        let error = |message: String| PluginConfigError {
+            name: config.name.clone(),
+            message,
+        };
+        let name_ok = !config.name.is_empty()
+            && config.name.len() <= 64
+            && config
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !name_ok {
+            return Err(error(String::from(
+                "the name must be 1 to 64 letters, digits, `_` or `-`",
+            )));
+        }
+        if config.command.trim().is_empty() {
+            return Err(error(String::from("the command is empty")));
+        }
+        if config.timeout_s == 0 || config.timeout_s > MAX_TIMEOUT_S {
+            return Err(error(format!(
+                "timeout_s must be between 1 and {MAX_TIMEOUT_S}"
+            )));
+        }
+        let schema = match &config.input_schema {
+            None => {
+                let mut schema = JsonObject::new();
+                schema.insert("type".into(), Value::from("object"));
+                schema.insert("properties".into(), Value::Object(JsonObject::new()));
+                schema
+            }
+            Some(Value::Object(schema)) => {
+                if schema.get("type").and_then(Value::as_str) != Some("object") {
+                    return Err(error(String::from(
+                        "input_schema must have `type = \"object\"` (MCP tools take an object)",
+                    )));
+                }
+                schema.clone()
+            }
+            Some(_) => return Err(error(String::from("input_schema must be a table"))),
+        };
+        let validator = jsonschema::validator_for(&Value::Object(schema.clone()))
+            .map_err(|e| error(format!("input_schema is not a valid JSON schema: {e}")))?;
+        Ok(Self {
+            name: config.name.clone(),
+            title: config.title.clone().unwrap_or_else(|| config.name.clone()),
+            description: config.description.clone(),
+            command: config.command.clone(),
+            schema,
+            validator,
+            flags: ToolFlags {
+                concurrency_safe: config.concurrency_safe,
+                read_only: config.read_only,
+                destructive: config.destructive,
+                idempotent: false,
+                open_world: config.open_world,
+                interrupt: InterruptBehavior::Cancel,
+            },
+            timeout_s: config.timeout_s,
+            sandbox: OnceLock::new(),
+        })
+    }
+
+    fn sandboxed(&self, env: &ToolEnv) -> bool {
+        *self.sandbox.get_or_init(|| env.sandbox()) == SandboxStatus::Enforced
+    }
+}
+
+/// `'text'` for the shell.
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+impl DynTool for CommandTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn title(&self) -> &str {
+        &self.title
+    }
+
+    fn init<'a>(&'a self, env: &'a ToolEnv) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            // Waits for the sandbox probe, off the runtime.
+            let exec = std::sync::Arc::clone(env.exec());
+            let setting = exec.setting();
+            let status = tokio::task::spawn_blocking(move || match setting {
+                SandboxSetting::Off => SandboxStatus::Off,
+                SandboxSetting::Auto | SandboxSetting::On if exec.sandboxed() => {
+                    SandboxStatus::Enforced
+                }
+                SandboxSetting::Auto | SandboxSetting::On => SandboxStatus::Unavailable,
+            })
+            .await
+            .unwrap_or(SandboxStatus::Unavailable);
+            let _ = self.sandbox.set(status);
+        })
+    }
+
+    fn description(&self, _env: &ToolEnv) -> Cow<'static, str> {
+        Cow::Owned(self.description.clone())
+    }
+
+    fn instructions(&self, _env: &ToolEnv) -> Option<Cow<'static, str>> {
+        None
+    }
+
+    fn enabled(&self, env: &ToolEnv) -> bool {
+        env.exec().helper().is_some()
+    }
+
+    fn input_schema(&self) -> JsonObject {
+        self.schema.clone()
+    }
+
+    fn output_schema(&self) -> Option<JsonObject> {
+        None
+    }
+
+    fn flags(&self, _args: Option<&ErasedArgs>) -> ToolFlags {
+        self.flags
+    }
+
+    fn output_limits(&self, env: &ToolEnv) -> OutputLimits {
+        env.limits()
+    }
+
+    fn parse(&self, args: Value) -> Result<ErasedArgs, ToolError> {
+        let problems: Vec<String> = self
+            .validator
+            .iter_errors(&args)
+            .take(5)
+            .map(|e| {
+                let at = e.instance_path.to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("at `{at}`: {e}")
+                }
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(ErasedArgs::new(args))
+        } else {
+            Err(ToolError::InvalidArguments {
+                tool: self.name.clone(),
+                message: format!(
+                    "{}. Fix the arguments to match the tool's input schema",
+                    problems.join("; ")
+                ),
+            })
+        }
+    }
+
+    fn validate<'a>(
+        &'a self,
+        args: ErasedArgs,
+        _ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ErasedArgs, ToolError>> {
+        Box::pin(async move { Ok(args) })
+    }
+
+    fn permission<'a>(
+        &'a self,
+        _args: &'a ErasedArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Permission, ToolError>> {
+        Box::pin(async move {
+            // A read-only tool touches nothing; any other runs a command, judged as one
+            // (strict mode asks, rules on the tool or its command apply).
+            let accesses = if self.flags.read_only {
+                Vec::new()
+            } else {
+                vec![Access::Execute {
+                    command: self.command.clone(),
+                    parts: Some(vec![self.command.clone()]),
+                    sandboxed: self.sandboxed(ctx.env()),
+                }]
+            };
+            Ok(ctx.policy().judge(&self.name, self.flags, &accesses, ctx))
+        })
+    }
+
+    fn execute<'a>(
+        &'a self,
+        args: ErasedArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let args = args.downcast::<Value>()?;
+            let sandboxed = self.sandboxed(ctx.env());
+            let json = serde_json::to_vec(&args).map_err(|e| ToolError::failed(e.to_string()))?;
+            let call = ctx.call_id().to_owned();
+            let (input, errors) = ctx
+                .blocking(move |ctx| {
+                    let dir = session_tmp(&ctx)?;
+                    let input = dir.join(format!("plugin-{call}.json"));
+                    let errors = dir.join(format!("plugin-{call}.err"));
+                    std::fs::write(&input, json)
+                        .map_err(|e| ToolError::io("writing the plugin's input", e))?;
+                    Ok((input, errors))
+                })
+                .await?;
+            let command = BashArgs {
+                command: format!(
+                    "{{ {}\n}} < {} 2> {}",
+                    self.command,
+                    quote(&input.to_string_lossy()),
+                    quote(&errors.to_string_lossy())
+                ),
+                timeout_ms: Some(self.timeout_s * 1000),
+                workdir: None,
+                description: None,
+                run_in_background: None,
+            };
+            let finished = run_foreground(&command, ctx, sandboxed).await;
+            let stderr = ctx
+                .blocking(move |_| {
+                    let text = std::fs::read(&errors).unwrap_or_default();
+                    let _ = std::fs::remove_file(&input);
+                    let _ = std::fs::remove_file(&errors);
+                    Ok(String::from_utf8_lossy(&text[..text.len().min(64 * 1024)]).into_owned())
+                })
+                .await?;
+            let finished = finished?;
+            if finished.ending == Ending::Exited(0) {
+                let mut output = ToolOutput::default().with_title(self.title.clone());
+                output.content.push(Content::Long(finished.output));
+                return Ok(output);
+            }
+            let stdout = if finished.output.tail.is_empty() {
+                finished.output.head.clone()
+            } else {
+                format!("{}\n[...]\n{}", finished.output.head, finished.output.tail)
+            };
+            match finished.ending {
+                Ending::Exited(code) => Err(ToolError::failed(format!(
+                    "`{}` failed with exit status {code}.{}{}",
+                    self.name,
+                    labelled("stderr", &stderr),
+                    labelled("stdout", &stdout),
+                ))),
+                Ending::TimedOut => Err(ToolError::failed(format!(
+                    "`{}` did not finish within {} s and was stopped.{}",
+                    self.name,
+                    self.timeout_s,
+                    labelled("stderr", &stderr)
+                ))),
+                Ending::Cancelled => Err(ToolError::Cancelled),
+            }
+        })
+    }
+}
+
+fn labelled(label: &str, text: &str) -> String {
+    let text = text.trim();
+    if text.is_empty() {
+        String::new()
+    } else {
+        format!("\n{label}:\n{text}")
+    }
+}
