@@ -255,7 +255,7 @@ async fn an_approval_is_bound_to_the_file_as_it_was_shown() {
 }
 
 /// A 2026-07-28 client (no `initialize`) for the binary, with `--root root`.
-async fn discover_client(
+pub(crate) async fn discover_client(
     handler: TestClient,
     root: &std::path::Path,
     data: &std::path::Path,

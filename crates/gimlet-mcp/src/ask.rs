@@ -212,10 +212,8 @@ impl Asker for ElicitationAsker {
                     "the MCP client offers no elicitation, so the user cannot be asked",
                 ));
             }
-            if self.round.is_some() {
-                return Answer::Unavailable(String::from(
-                    "free questions are not put to MCP 2026-07-28 clients yet",
-                ));
+            if let Some((sealer, round)) = &self.round {
+                return round.question(question, sealer);
             }
             let answer = self
                 .elicit(

@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use gimlet_tools::fs::ContentHash;
-use gimlet_tools::{Approval, AskRequest};
+use gimlet_tools::{Answer, Approval, AskRequest, Question};
 use rmcp::model::{
     CallToolRequestParams, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationSchema,
     InputRequest, InputRequests, InputRequiredResult, RequestStateCodec, SealOptions,
@@ -269,6 +269,46 @@ impl Round {
                 "schema": crate::ask::approval_schema(request),
             }),
             message,
+        }))
+    }
+}
+
+impl Round {
+    /// Resolves a question (`ask_user`): from the answer brought back, or by returning the
+    /// question to the client.
+    pub(crate) fn question(&self, question: &Question, sealer: &Sealer) -> Answer {
+        let key = ContentHash::of(
+            format!("question\0{}\0{:?}", question.question, question.options).as_bytes(),
+        )
+        .to_string();
+        match &self.brought {
+            Some(Err(why)) => return Answer::Unavailable(why.clone()),
+            Some(Ok((state, answer))) if state.pending.as_ref().is_some_and(|p| p.key == key) => {
+                let answer = serde_json::from_value::<ElicitResult>(answer.clone()).ok();
+                return crate::ask::answer_of(answer, question);
+            }
+            _ => {}
+        }
+        let answered = self
+            .answered
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let state = RoundState {
+            nonce: fresh_nonce(),
+            answered,
+            pending: Some(PendingKey {
+                key,
+                detail: String::new(),
+            }),
+        };
+        Answer::Pending(Box::new(gimlet_tools::permission::PendingAsk {
+            state: json!({
+                "sealed": sealer.seal(&state, &self.binding),
+                "message": question.question,
+                "schema": crate::ask::question_schema(question),
+            }),
+            message: question.question.clone(),
         }))
     }
 }

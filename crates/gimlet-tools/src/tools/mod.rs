@@ -1,6 +1,7 @@
 //! The built-in tools, one file each.
 
 mod apply_patch;
+mod ask_user;
 mod bash;
 mod bash_kill;
 mod bash_output;
@@ -11,10 +12,12 @@ mod ls;
 mod multi_edit;
 mod plugin;
 mod read;
+mod todo;
 mod undo;
 mod write;
 
 pub use apply_patch::{ApplyPatchArgs, ApplyPatchTool};
+pub use ask_user::{AskUserArgs, AskUserTool};
 pub(crate) use bash::MAX_LOG_BYTES;
 pub use bash::{BashArgs, BashTool};
 pub use bash_kill::{BashKillArgs, BashKillTool};
@@ -26,6 +29,9 @@ pub use ls::{LsArgs, LsTool};
 pub use multi_edit::{MultiEditArgs, MultiEditTool, OneEdit};
 pub use plugin::{CommandTool, PluginConfigError};
 pub use read::{ReadArgs, ReadTool};
+pub use todo::{
+    Todo, TodoPriority, TodoReadArgs, TodoReadTool, TodoStatus, TodoWriteArgs, TodoWriteTool,
+};
 pub use undo::{UndoArgs, UndoTool};
 pub use write::{WriteArgs, WriteTool};
 
@@ -45,4 +51,7 @@ pub(crate) fn register_builtins(registry: &mut ToolRegistry) {
     registry.register(BashTool::default(), ToolSource::Builtin);
     registry.register(BashOutputTool, ToolSource::Builtin);
     registry.register(BashKillTool, ToolSource::Builtin);
+    registry.register(AskUserTool, ToolSource::Builtin);
+    registry.register(TodoWriteTool, ToolSource::Builtin);
+    registry.register(TodoReadTool, ToolSource::Builtin);
 }
