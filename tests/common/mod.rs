@@ -150,7 +150,8 @@ pub fn command(data: &Path) -> Command {
     command
         .env("XDG_DATA_HOME", data)
         .env("XDG_CONFIG_HOME", data)
-        .env_remove("RUST_LOG");
+        .env_remove("RUST_LOG")
+        .env_remove("TAVILY_API_KEY");
     command.kill_on_drop(true);
     command
 }

@@ -10,3 +10,4 @@ pub(crate) mod permissions;
 mod protocol;
 mod read_ls;
 mod tools_list;
+mod web;

@@ -20,6 +20,30 @@ use crate::tool::OutputLimits;
 pub struct Settings {
     /// The `bash` tool.
     pub bash: BashSettings,
+    /// The `web_fetch` tool.
+    pub web_fetch: WebFetchSettings,
+    /// The `web_search` tool.
+    pub web_search: WebSearchSettings,
+}
+
+/// Settings of `web_fetch` (`[tools.web_fetch]`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct WebFetchSettings {
+    /// Allow fetches from loopback, private, link-local and other local addresses (off: such
+    /// addresses are refused in every spelling and after every redirect, against SSRF).
+    pub allow_local: bool,
+}
+
+/// Settings of `web_search` (`[tools.web_search]`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct WebSearchSettings {
+    /// The Tavily API's base URL (default `https://api.tavily.com`); the tool is offered only
+    /// when `TAVILY_API_KEY` is set.
+    pub endpoint: Option<String>,
 }
 
 /// Settings of the `bash` tool (`[tools.bash]`).
@@ -292,6 +316,11 @@ impl ConfigFile {
             || !project.tools.bash.env_allow.is_empty()
         {
             ignored.push(String::from("[tools.bash] settings"));
+        }
+        if project.tools.web_fetch.allow_local || project.tools.web_search.endpoint.is_some() {
+            ignored.push(String::from(
+                "[tools.web_fetch] and [tools.web_search] settings",
+            ));
         }
         // Hooks and plugins run commands: a checked-out repository must not bring its own.
         if !project.hooks.is_empty() {

@@ -52,6 +52,7 @@ pub mod spill;
 pub mod text;
 pub mod tool;
 pub mod tools;
+pub mod web;
 
 #[cfg(test)]
 mod testutil;

@@ -14,6 +14,8 @@ mod plugin;
 mod read;
 mod todo;
 mod undo;
+mod web_fetch;
+mod web_search;
 mod write;
 
 pub use apply_patch::{ApplyPatchArgs, ApplyPatchTool};
@@ -33,6 +35,8 @@ pub use todo::{
     Todo, TodoPriority, TodoReadArgs, TodoReadTool, TodoStatus, TodoWriteArgs, TodoWriteTool,
 };
 pub use undo::{UndoArgs, UndoTool};
+pub use web_fetch::{FetchFormat, WebFetchArgs, WebFetchTool};
+pub use web_search::{WebSearchArgs, WebSearchTool};
 pub use write::{WriteArgs, WriteTool};
 
 use crate::registry::{ToolRegistry, ToolSource};
@@ -51,6 +55,8 @@ pub(crate) fn register_builtins(registry: &mut ToolRegistry) {
     registry.register(BashTool::default(), ToolSource::Builtin);
     registry.register(BashOutputTool, ToolSource::Builtin);
     registry.register(BashKillTool, ToolSource::Builtin);
+    registry.register(WebFetchTool::default(), ToolSource::Builtin);
+    registry.register(WebSearchTool::default(), ToolSource::Builtin);
     registry.register(AskUserTool, ToolSource::Builtin);
     registry.register(TodoWriteTool, ToolSource::Builtin);
     registry.register(TodoReadTool, ToolSource::Builtin);
