@@ -38,6 +38,7 @@ mod error;
 mod external;
 pub mod fs;
 mod jobs;
+pub mod notebook;
 pub mod output;
 pub mod patch;
 pub mod permission;

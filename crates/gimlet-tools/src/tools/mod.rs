@@ -10,6 +10,7 @@ mod glob;
 mod grep;
 mod ls;
 mod multi_edit;
+mod notebook_edit;
 mod plugin;
 mod read;
 mod todo;
@@ -29,6 +30,7 @@ pub use glob::{GlobArgs, GlobTool};
 pub use grep::{GrepArgs, GrepTool, OutputMode};
 pub use ls::{LsArgs, LsTool};
 pub use multi_edit::{MultiEditArgs, MultiEditTool, OneEdit};
+pub use notebook_edit::{EditMode, NotebookEditArgs, NotebookEditTool};
 pub use plugin::{CommandTool, PluginConfigError};
 pub use read::{ReadArgs, ReadTool};
 pub use todo::{
@@ -48,6 +50,7 @@ pub(crate) fn register_builtins(registry: &mut ToolRegistry) {
     registry.register(EditTool, ToolSource::Builtin);
     registry.register(MultiEditTool, ToolSource::Builtin);
     registry.register(ApplyPatchTool, ToolSource::Builtin);
+    registry.register(NotebookEditTool, ToolSource::Builtin);
     registry.register(UndoTool, ToolSource::Builtin);
     registry.register(GrepTool, ToolSource::Builtin);
     registry.register(GlobTool, ToolSource::Builtin);

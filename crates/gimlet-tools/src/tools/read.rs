@@ -108,6 +108,24 @@ fn read_blocking(args: &ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolE
             meta.len()
         )));
     }
+    let is_notebook = resolved.path.extension().is_some_and(|e| e == "ipynb");
+    if is_notebook && meta.len() <= MAX_NOTEBOOK_BYTES {
+        let mut bytes = head;
+        file.read_to_end(&mut bytes)
+            .map_err(|e| io_error(&resolved, e))?;
+        match crate::notebook::Notebook::parse(&bytes) {
+            Ok(notebook) => return Ok(read_notebook(&resolved, &notebook, &bytes, &meta, ctx)),
+            Err(why) => {
+                tracing::debug!(
+                    "{} is not a notebook ({why}); shown as text",
+                    resolved.display()
+                );
+                let (again, _) = resolved.open_regular()?;
+                file = again;
+                head = Vec::new();
+            }
+        }
+    }
     let page = Page::read(head, file, meta.len(), args).map_err(|e| io_error(&resolved, e))?;
     ctx.session().files().record(
         &resolved.path,
@@ -119,6 +137,40 @@ fn read_blocking(args: &ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolE
         },
     );
     page.into_output(&resolved, args)
+}
+
+/// Notebooks up to this size are shown as cells.
+const MAX_NOTEBOOK_BYTES: u64 = 64 * 1024 * 1024;
+
+/// A notebook's cells (ids, types, sources, text outputs) instead of its JSON.
+fn read_notebook(
+    resolved: &ResolvedPath,
+    notebook: &crate::notebook::Notebook,
+    bytes: &[u8],
+    meta: &std::fs::Metadata,
+    ctx: &ToolContext,
+) -> ToolOutput {
+    let hash = ContentHash::of(bytes);
+    ctx.session().files().record(
+        &resolved.path,
+        FileStamp {
+            hash,
+            size: bytes.len() as u64,
+            modified: meta.modified().ok(),
+            seen_at: SystemTime::now(),
+        },
+    );
+    let display = resolved.display();
+    let language = notebook
+        .language()
+        .map(|l| format!("{l}, "))
+        .unwrap_or_default();
+    let text = format!(
+        "Notebook `{display}` ({language}{} cells, hash {hash}); edit cells with `notebook_edit`.\n\n{}",
+        notebook.len(),
+        notebook.render().trim_end()
+    );
+    ToolOutput::text(text).with_title(display.clone())
 }
 
 fn io_error(resolved: &ResolvedPath, err: io::Error) -> ToolError {
