@@ -3,7 +3,7 @@
 //!
 //! Every address a fetch may connect to passes [`check_ip`]: the URL's host when it is an IP
 //! literal (the URL parser has already turned `2130706433`, `0x7f.1` or `127.1` into
-//! `127.0.0.1`), and every address a name resolves to (in [`GuardedResolver`], so the check
+//! `127.0.0.1`), and every address a name resolves to (in the resolver the client uses, so the check
 //! holds for the address actually connected to, not for an earlier lookup a DNS rebinding
 //! could change). Redirects are followed by hand, each hop checked the same way. There is no
 //! proxy (reqwest's system-proxy feature is off), so nothing bypasses the resolver.
