@@ -96,6 +96,8 @@ impl HttpGimlet {
 
 /// A client that talks to loopback directly, whatever proxy the environment names.
 fn http_client() -> reqwest::Client {
+    // reqwest is built with rustls and no default provider (see `install_crypto_provider`).
+    gimlet_tools::web::install_crypto_provider();
     reqwest::Client::builder().no_proxy().build().unwrap()
 }
 

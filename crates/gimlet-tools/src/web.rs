@@ -192,6 +192,15 @@ impl reqwest::dns::Resolve for OpenResolver {
     }
 }
 
+/// Installs rustls' `ring` crypto provider as the process default, if none is yet.
+///
+/// gimlet-tools builds reqwest with rustls but no built-in provider (to avoid aws-lc's C build).
+/// Cargo unifies features, so a program that also builds its own `reqwest::Client` must call
+/// this first (the web tools call it themselves). Calling it twice is harmless.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// The user agent the web tools send.
 pub(crate) const USER_AGENT: &str = concat!(
     "gimlet/",
@@ -202,8 +211,7 @@ pub(crate) const USER_AGENT: &str = concat!(
 /// An HTTP client: no proxy, no automatic redirects (the caller follows and checks them),
 /// rustls with the platform's roots. `allow_local: false` guards every resolved address.
 pub(crate) fn client(allow_local: bool) -> Result<reqwest::Client, String> {
-    // rustls needs one process-wide crypto provider; a second install is harmless.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    install_crypto_provider();
     let builder = reqwest::Client::builder()
         .user_agent(USER_AGENT)
         .redirect(reqwest::redirect::Policy::none())
