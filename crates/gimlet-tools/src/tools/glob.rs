@@ -72,7 +72,7 @@ impl Tool for GlobTool {
         match json!({
             "type": "object",
             "properties": {
-                "files": {"type": "array", "items": {"type": "string"}},
+                "files": {"type": "array", "items": {"type": "string"}, "description": "The paths shown, most recent first (the first 1000 of them; the text has all)."},
                 "total": {"type": "integer", "description": "Files matching in all."},
                 "truncated": {"type": "boolean"},
             },
@@ -108,6 +108,9 @@ impl Tool for GlobTool {
     }
 }
 
+/// Paths kept in the structured result at most.
+const MAX_STRUCTURED: usize = 1000;
+
 fn glob(args: &GlobArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let resolved = ctx.resolve_allowed(args.path.as_deref().unwrap_or("."))?;
     let matcher = args.matcher()?;
@@ -119,44 +122,47 @@ fn glob(args: &GlobArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let found = collect_files(&resolved.path, &filters, &keep, stat, ctx.cancellation())?;
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
     let base = resolved.display();
-    let mut shown = Vec::with_capacity(limit.min(found.len()));
-    for file in found.iter().take(limit) {
-        let path = if base == "." {
-            file.rel.display().to_string()
-        } else {
-            format!("{base}/{}", file.rel.display())
-        };
-        shown.push(path);
-    }
+    // The paths go straight into the text; the structured result keeps the first
+    // `MAX_STRUCTURED` (as `grep` samples its matches), so a big listing is not held thrice.
     let mut text = String::new();
-    for path in &shown {
-        text.push_str(path);
+    let mut files: Vec<Value> = Vec::new();
+    let mut shown = 0;
+    for file in found.iter().take(limit) {
+        let start = text.len();
+        if base != "." {
+            text.push_str(&base);
+            text.push('/');
+        }
+        let _ = write!(text, "{}", file.rel.display());
+        if files.len() < MAX_STRUCTURED {
+            files.push(Value::String(text[start..].to_owned()));
+        }
         text.push('\n');
+        shown += 1;
     }
-    let truncated = found.len() > shown.len();
-    if shown.is_empty() {
+    let truncated = found.len() > shown;
+    if shown == 0 {
         let _ = write!(text, "No files match `{}` in `{base}`.", args.pattern);
     } else if truncated {
         let _ = write!(
             text,
             "[{} of {} files matching `{}`, most recently modified first; raise `limit` or narrow the pattern to see more]",
-            shown.len(),
+            shown,
             found.len(),
             args.pattern
         );
     } else {
-        let noun = if shown.len() == 1 { "file" } else { "files" };
+        let noun = if shown == 1 { "file" } else { "files" };
         let _ = write!(
             text,
             "[{} {noun} matching `{}`, most recently modified first]",
-            shown.len(),
-            args.pattern
+            shown, args.pattern
         );
     }
     Ok(ToolOutput::text(text)
         .with_title(format!("glob {}", args.pattern))
         .with_structured(json!({
-            "files": shown,
+            "files": files,
             "total": found.len(),
             "truncated": truncated,
         })))

@@ -84,3 +84,24 @@ async fn bad_patterns_are_refused() {
             .contains("at least 1")
     );
 }
+
+#[tokio::test]
+async fn a_big_listing_keeps_every_path_in_the_text_and_the_first_thousand_in_structure() {
+    let ws = TestWorkspace::new();
+    for i in 0..1005 {
+        ws.write(&format!("many/f{i:04}.txt"), "x");
+    }
+    let output = ws
+        .call("glob", json!({"pattern": "**/*.txt", "limit": 5000}))
+        .await
+        .unwrap();
+    let structured = output.structured.clone().unwrap();
+    assert_eq!(structured["files"].as_array().unwrap().len(), 1000);
+    assert_eq!(structured["total"], 1005);
+    assert_eq!(structured["truncated"], false);
+    let text = output.joined_text();
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("many/f")).count(),
+        1005
+    );
+}
