@@ -128,14 +128,14 @@ fn glob(args: &GlobArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let mut files: Vec<Value> = Vec::new();
     let mut shown = 0;
     for file in found.iter().take(limit) {
-        let start = text.len();
+        let line_start = text.len();
         if base != "." {
             text.push_str(&base);
             text.push('/');
         }
         let _ = write!(text, "{}", file.rel.display());
         if files.len() < MAX_STRUCTURED {
-            files.push(Value::String(text[start..].to_owned()));
+            files.push(Value::String(text[line_start..].to_owned()));
         }
         text.push('\n');
         shown += 1;
