@@ -95,7 +95,10 @@ async fn parallel_edits_of_one_file_all_land() {
         )
     });
     let reads = (0..8).map(|_| gimlet.call("grep", json!({"pattern": "slot|done"})));
-    let (edits, reads) = tokio::join!(join_all(edits), join_all(reads));
+    let (edits, reads) = tokio::join!(
+        futures_util::future::join_all(edits),
+        futures_util::future::join_all(reads)
+    );
     for result in &edits {
         ok_text(result);
     }
@@ -106,29 +109,4 @@ async fn parallel_edits_of_one_file_all_land() {
     let expected: String = (0..8).map(|i| format!("done {i}\n")).collect();
     assert_eq!(text, expected, "no edit lost another");
     gimlet.stop().await;
-}
-
-/// Polls every future until all are done (they are sent together).
-async fn join_all<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
-    use std::task::Poll;
-    let mut futures: Vec<std::pin::Pin<Box<F>>> = futures.map(Box::pin).collect();
-    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
-            if output.is_none() {
-                match future.as_mut().poll(cx) {
-                    Poll::Ready(value) => *output = Some(value),
-                    Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
-        }
-    })
-    .await;
-    outputs.into_iter().flatten().collect()
 }

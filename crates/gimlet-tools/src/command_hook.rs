@@ -106,10 +106,10 @@ impl CommandHook {
             "session_id": ctx.session().id(),
         });
         if let Some(output) = output {
-            let text = output.joined_text();
-            payload["output"] = Value::String(text.clone());
-            payload["is_error"] = Value::Bool(output.is_error);
+            let text = Value::String(output.joined_text());
             payload["tool_response"] = json!({ "output": text, "structured": output.structured });
+            payload["output"] = text;
+            payload["is_error"] = Value::Bool(output.is_error);
         }
         let input = serde_json::to_vec(&payload).map_err(|e| e.to_string())?;
         let done =

@@ -42,6 +42,15 @@ pub enum SandboxStatus {
     Unavailable,
 }
 
+/// What the sandbox does for commands, once the probe has answered (it may block until then).
+fn sandbox_status(exec: &Exec) -> SandboxStatus {
+    match exec.setting() {
+        SandboxSetting::Off => SandboxStatus::Off,
+        SandboxSetting::Auto | SandboxSetting::On if exec.sandboxed() => SandboxStatus::Enforced,
+        SandboxSetting::Auto | SandboxSetting::On => SandboxStatus::Unavailable,
+    }
+}
+
 /// The environment tools are initialised with: fixed for the life of a server.
 #[derive(Debug)]
 pub struct ToolEnv {
@@ -102,13 +111,15 @@ impl ToolEnv {
     /// Whether commands run sandboxed. Blocking the first time (it waits for the sandbox probe
     /// started at build time, usually done by then).
     pub fn sandbox(&self) -> SandboxStatus {
-        match self.exec.setting() {
-            SandboxSetting::Off => SandboxStatus::Off,
-            SandboxSetting::Auto | SandboxSetting::On if self.exec.sandboxed() => {
-                SandboxStatus::Enforced
-            }
-            SandboxSetting::Auto | SandboxSetting::On => SandboxStatus::Unavailable,
-        }
+        sandbox_status(&self.exec)
+    }
+
+    /// [`ToolEnv::sandbox`] for async code: waits for the probe on the blocking pool.
+    pub async fn sandbox_settled(&self) -> SandboxStatus {
+        let exec = Arc::clone(&self.exec);
+        tokio::task::spawn_blocking(move || sandbox_status(&exec))
+            .await
+            .unwrap_or(SandboxStatus::Unavailable)
     }
 
     /// The connected client's name, when known.

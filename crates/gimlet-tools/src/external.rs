@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-use crate::process::NON_INTERACTIVE;
+use crate::process::{NON_INTERACTIVE, code_of};
 
 /// At most this much of each stream is kept.
 const KEEP: usize = 1024 * 1024;
@@ -113,13 +113,6 @@ async fn keep(stream: Option<impl AsyncRead + Unpin>) -> String {
         }
     }
     String::from_utf8_lossy(&kept).into_owned()
-}
-
-fn code_of(status: Option<std::process::ExitStatus>) -> i32 {
-    status.map_or(-1, |s| {
-        s.code()
-            .unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&s).unwrap_or(0))
-    })
 }
 
 #[cfg(test)]

@@ -206,7 +206,7 @@ impl Notebook {
         let formatter = serde_json::ser::PrettyFormatter::with_indent(b" ");
         let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
         // serde_json's map is ordered by key, as nbformat's `sort_keys=True`.
-        let _ = Value::Object(self.root.clone()).serialize(&mut serializer);
+        let _ = self.root.serialize(&mut serializer);
         out.push(b'\n');
         out
     }

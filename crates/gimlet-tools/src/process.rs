@@ -224,7 +224,8 @@ impl Running {
     }
 }
 
-fn code_of(status: Option<std::process::ExitStatus>) -> i32 {
+/// The exit code, or 128 + the signal that ended the process (as shells report it).
+pub(crate) fn code_of(status: Option<std::process::ExitStatus>) -> i32 {
     status.map_or(-1, |s| {
         s.code()
             .unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&s).unwrap_or(0))

@@ -29,6 +29,15 @@ pub fn input_schema<T: JsonSchema>() -> JsonObject {
     obj
 }
 
+/// A hand-written schema (a `json!` object literal) as a [`JsonObject`]; anything but an object
+/// gives an empty schema.
+pub fn object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
 /// The output schema of `T`, with the same clean-ups as [`input_schema`].
 pub fn output_schema<T: JsonSchema>() -> JsonObject {
     object_schema::<T>()

@@ -534,37 +534,12 @@ impl Tool for Overlap {
     }
 }
 
-/// Polls every future, in order, until all are done.
-async fn join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
-    use std::task::Poll;
-    let mut futures: Vec<std::pin::Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
-    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
-            if output.is_none() {
-                match future.as_mut().poll(cx) {
-                    Poll::Ready(value) => *output = Some(value),
-                    Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
-        }
-    })
-    .await;
-    outputs.into_iter().map(Option::unwrap).collect()
-}
-
 async fn overlap_run(ws: &TestWorkspace, calls: &[(bool, u32)]) {
     let ctx = ws.ctx();
     let futures = calls
         .iter()
         .map(|(safe, label)| ws.call_with(&ctx, "overlap", json!({"safe": safe, "label": label})));
-    for result in join_all(futures.collect()).await {
+    for result in futures_util::future::join_all(futures).await {
         result.unwrap();
     }
 }

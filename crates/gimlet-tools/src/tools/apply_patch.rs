@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::edit::preview_text;
 use crate::context::{AccessKind, ToolContext, ToolEnv};
@@ -47,7 +47,7 @@ impl Tool for ApplyPatchTool {
     }
 
     fn output_schema(&self) -> Option<JsonObject> {
-        let schema = json!({
+        Some(crate::schema::object(json!({
             "type": "object",
             "properties": {
                 "files": {
@@ -68,11 +68,7 @@ impl Tool for ApplyPatchTool {
                 },
             },
             "required": ["files"],
-        });
-        match schema {
-            Value::Object(map) => Some(map),
-            _ => None,
-        }
+        })))
     }
 
     async fn validate(

@@ -62,17 +62,14 @@ impl Tool for AskUserTool {
     }
 
     fn output_schema(&self) -> Option<JsonObject> {
-        match json!({
+        Some(crate::schema::object(json!({
             "type": "object",
             "properties": {
                 "answer": {"type": ["string", "null"], "description": "The answer, or null when there is none"},
                 "source": {"type": "string", "enum": ["user", "default", "declined", "cancelled"]}
             },
             "required": ["answer", "source"]
-        }) {
-            serde_json::Value::Object(map) => Some(map),
-            _ => None,
-        }
+        })))
     }
 
     async fn validate(

@@ -71,18 +71,7 @@ impl Tool for BashTool {
 
     async fn init(&self, env: &ToolEnv) {
         // The sandbox probe runs in the background since start; wait for it off the runtime.
-        let exec = std::sync::Arc::clone(env.exec());
-        let setting = exec.setting();
-        let status = tokio::task::spawn_blocking(move || match setting {
-            SandboxSetting::Off => SandboxStatus::Off,
-            SandboxSetting::Auto | SandboxSetting::On if exec.sandboxed() => {
-                SandboxStatus::Enforced
-            }
-            SandboxSetting::Auto | SandboxSetting::On => SandboxStatus::Unavailable,
-        })
-        .await
-        .unwrap_or(SandboxStatus::Unavailable);
-        let _ = self.sandbox.set(status);
+        let _ = self.sandbox.set(env.sandbox_settled().await);
     }
 
     fn description(&self, env: &ToolEnv) -> Cow<'static, str> {
@@ -124,7 +113,7 @@ impl Tool for BashTool {
     }
 
     fn output_schema(&self) -> Option<JsonObject> {
-        match json!({
+        Some(crate::schema::object(json!({
             "type": "object",
             "properties": {
                 "exit_code": {"type": ["integer", "null"], "description": "null while running in the background or after a timeout"},
@@ -136,10 +125,7 @@ impl Tool for BashTool {
                 "output_bytes": {"type": "integer"},
             },
             "required": ["exit_code", "timed_out", "duration_ms", "sandboxed", "background", "job_id", "output_bytes"],
-        }) {
-            Value::Object(map) => Some(map),
-            _ => None,
-        }
+        })))
     }
 
     async fn validate(&self, args: BashArgs, ctx: &ToolContext) -> Result<BashArgs, ToolError> {

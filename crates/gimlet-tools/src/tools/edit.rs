@@ -111,7 +111,7 @@ impl From<&EditArgs> for OwnedEdit {
 
 /// The structured result of every file-changing tool.
 pub(crate) fn change_schema() -> JsonObject {
-    let schema = json!({
+    crate::schema::object(json!({
         "type": "object",
         "properties": {
             "path": {"type": "string", "description": "The file, as shown."},
@@ -123,11 +123,7 @@ pub(crate) fn change_schema() -> JsonObject {
             "removed": {"type": "integer", "description": "Lines removed."},
         },
         "required": ["path", "hash", "created", "replacements", "match_levels", "added", "removed"],
-    });
-    match schema {
-        serde_json::Value::Object(map) => map,
-        _ => JsonObject::new(),
-    }
+    }))
 }
 
 /// What a change computes before anything is written.

@@ -69,7 +69,7 @@ impl Tool for GlobTool {
     }
 
     fn output_schema(&self) -> Option<JsonObject> {
-        match json!({
+        Some(crate::schema::object(json!({
             "type": "object",
             "properties": {
                 "files": {"type": "array", "items": {"type": "string"}, "description": "The paths shown, most recent first (the first 1000 of them; the text has all)."},
@@ -77,10 +77,7 @@ impl Tool for GlobTool {
                 "truncated": {"type": "boolean"},
             },
             "required": ["files", "total", "truncated"],
-        }) {
-            Value::Object(map) => Some(map),
-            _ => None,
-        }
+        })))
     }
 
     async fn validate(&self, args: GlobArgs, _ctx: &ToolContext) -> Result<GlobArgs, ToolError> {

@@ -148,7 +148,7 @@ impl Tool for GrepTool {
     }
 
     fn output_schema(&self) -> Option<JsonObject> {
-        let schema = json!({
+        Some(crate::schema::object(json!({
             "type": "object",
             "properties": {
                 "mode": {"type": "string", "enum": ["files_with_matches", "content", "count"]},
@@ -175,11 +175,7 @@ impl Tool for GrepTool {
                 "files_searched": {"type": "integer"},
             },
             "required": ["mode", "next_offset", "files_searched"],
-        });
-        match schema {
-            Value::Object(map) => Some(map),
-            _ => None,
-        }
+        })))
     }
 
     async fn validate(&self, args: GrepArgs, _ctx: &ToolContext) -> Result<GrepArgs, ToolError> {

@@ -18,7 +18,6 @@ use crate::error::ToolError;
 use crate::permission::{Access, Permission};
 use crate::process::Ending;
 use crate::registry::{DynTool, ErasedArgs};
-use crate::sandbox::SandboxSetting;
 use crate::tool::{Content, InterruptBehavior, JsonObject, OutputLimits, ToolFlags, ToolOutput};
 
 use super::bash::{BashArgs, run_foreground, session_tmp};
@@ -142,19 +141,8 @@ impl DynTool for CommandTool {
 
     fn init<'a>(&'a self, env: &'a ToolEnv) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            // Waits for the sandbox probe, off the runtime.
-            let exec = std::sync::Arc::clone(env.exec());
-            let setting = exec.setting();
-            let status = tokio::task::spawn_blocking(move || match setting {
-                SandboxSetting::Off => SandboxStatus::Off,
-                SandboxSetting::Auto | SandboxSetting::On if exec.sandboxed() => {
-                    SandboxStatus::Enforced
-                }
-                SandboxSetting::Auto | SandboxSetting::On => SandboxStatus::Unavailable,
-            })
-            .await
-            .unwrap_or(SandboxStatus::Unavailable);
-            let _ = self.sandbox.set(status);
+            // The sandbox probe runs in the background since start; wait for it off the runtime.
+            let _ = self.sandbox.set(env.sandbox_settled().await);
         })
     }
 

@@ -88,7 +88,7 @@ const FLAGS: ToolFlags = ToolFlags {
 };
 
 fn output_schema() -> JsonObject {
-    let schema = json!({
+    crate::schema::object(json!({
         "type": "object",
         "properties": {
             "todos": {
@@ -105,11 +105,7 @@ fn output_schema() -> JsonObject {
             }
         },
         "required": ["todos"]
-    });
-    match schema {
-        serde_json::Value::Object(map) => map,
-        _ => JsonObject::new(),
-    }
+    }))
 }
 
 /// The list as the model and the user see it.

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use crate::context::{ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::permission::Access;
-use crate::tool::{InterruptBehavior, JsonObject, Tool, ToolFlags, ToolOutput};
+use crate::tool::{JsonObject, Tool, ToolFlags, ToolOutput};
 use crate::web::{check_ip, client, host_ip, refusal};
 
 const DESCRIPTION: &str = include_str!("web_fetch.md");
@@ -112,17 +112,13 @@ impl Tool for WebFetchTool {
 
     fn flags(&self, _args: Option<&WebFetchArgs>) -> ToolFlags {
         ToolFlags {
-            concurrency_safe: true,
-            read_only: true,
-            destructive: false,
-            idempotent: true,
             open_world: true,
-            interrupt: InterruptBehavior::Cancel,
+            ..ToolFlags::READ_ONLY
         }
     }
 
     fn output_schema(&self) -> Option<JsonObject> {
-        match json!({
+        Some(crate::schema::object(json!({
             "type": "object",
             "properties": {
                 "url": {"type": "string", "description": "The URL fetched last (after redirects)"},
@@ -133,10 +129,7 @@ impl Tool for WebFetchTool {
                 "redirect": {"type": "string", "description": "A redirect to another host, not followed"}
             },
             "required": ["url", "status"]
-        }) {
-            serde_json::Value::Object(map) => Some(map),
-            _ => None,
-        }
+        })))
     }
 
     async fn validate(

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::context::{ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::permission::Access;
-use crate::tool::{InterruptBehavior, JsonObject, Tool, ToolFlags, ToolOutput};
+use crate::tool::{JsonObject, Tool, ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("web_search.md");
 
@@ -78,17 +78,13 @@ impl Tool for WebSearchTool {
 
     fn flags(&self, _args: Option<&WebSearchArgs>) -> ToolFlags {
         ToolFlags {
-            concurrency_safe: true,
-            read_only: true,
-            destructive: false,
-            idempotent: true,
             open_world: true,
-            interrupt: InterruptBehavior::Cancel,
+            ..ToolFlags::READ_ONLY
         }
     }
 
     fn output_schema(&self) -> Option<JsonObject> {
-        match json!({
+        Some(crate::schema::object(json!({
             "type": "object",
             "properties": {
                 "query": {"type": "string"},
@@ -103,10 +99,7 @@ impl Tool for WebSearchTool {
                 }}
             },
             "required": ["query", "results"]
-        }) {
-            Value::Object(map) => Some(map),
-            _ => None,
-        }
+        })))
     }
 
     async fn validate(
