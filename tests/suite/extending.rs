@@ -185,3 +185,47 @@ async fn a_project_file_cannot_bring_hooks_or_tools() {
     );
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn plugin_permissions_follow_the_mode_and_a_slow_plugin_times_out() {
+    let config = r#"
+[[plugins]]
+name = "lookup"
+description = "Reads something."
+command = "echo looked up"
+read_only = true
+
+[[plugins]]
+name = "deploy"
+description = "Changes something."
+command = "echo deployed"
+
+[[plugins]]
+name = "slow"
+description = "Takes too long."
+command = "sleep 30"
+read_only = true
+timeout_s = 1
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, config).unwrap();
+    // Strict mode, and a client that cannot be asked: a read-only plugin runs, the other is refused.
+    let gimlet = Gimlet::start_with(
+        TestClient::default(),
+        &["--config", path.to_str().unwrap(), "--mode", "strict"],
+    )
+    .await;
+    assert_eq!(
+        ok_text(&gimlet.call("lookup", json!({})).await).trim(),
+        "looked up"
+    );
+    let refused = err_text(&gimlet.call("deploy", json!({})).await);
+    assert!(refused.contains("permission denied"), "{refused}");
+
+    let started = std::time::Instant::now();
+    let slow = err_text(&gimlet.call("slow", json!({})).await);
+    assert!(slow.contains("did not finish within 1 s"), "{slow}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    gimlet.stop().await;
+}
