@@ -7,12 +7,15 @@ use rmcp::ServiceExt;
 
 use crate::ServeError;
 use crate::server::{App, GimletServer};
+use crate::transport::lines::LineTransport;
 
 /// Serves one client on stdin/stdout until stdin closes or a signal arrives.
 pub(crate) async fn serve(app: Arc<App>) -> Result<(), ServeError> {
     let server = GimletServer::new(app, Arc::new(Session::new(crate::new_id("stdio"))));
+    // rmcp's pipe handles (non-blocking on Linux pipes), framed by our line transport.
+    let (input, output) = rmcp::transport::stdio_pipes();
     let running = server
-        .serve(rmcp::transport::stdio_pipes())
+        .serve(LineTransport::new(input, output))
         .await
         .map_err(|e| ServeError::Start(e.to_string()))?;
     let token = running.cancellation_token();

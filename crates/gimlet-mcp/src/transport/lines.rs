@@ -1,0 +1,240 @@
+//! Newline-delimited JSON-RPC over a byte stream (the stdio transport), with a direct decoder
+//! for `tools/call`.
+//!
+//! rmcp's own stream transport reads every message through serde's buffered, untagged
+//! dispatch: a `tools/call` is tried against each client request type in turn, and each miss
+//! builds an error message. That was a quarter of the server's instructions per small call.
+//! Here a `tools/call` request is decoded straight into rmcp's types; every other message,
+//! and any `tools/call` the direct decoder does not accept, goes through rmcp's codec, so the
+//! wire behaviour is rmcp's: the same line limit, BOM and CR handling, ignored non-MCP
+//! notifications, unparsable lines dropped and a well-formed but unrecognised message answered
+//! with Invalid Request.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use rmcp::RoleServer;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientRequest, ErrorData, JsonRpcMessage,
+    JsonRpcRequest, JsonRpcVersion2_0, RequestId,
+};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use rmcp::transport::async_rw::{JsonRpcMessageCodec, JsonRpcMessageCodecError};
+use serde::Deserialize;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::Mutex;
+use tokio_util::bytes::BytesMut;
+use tokio_util::codec::Decoder;
+
+/// Lines longer than this are discarded (rmcp's limit for its stream transport).
+const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// UTF-8 byte order mark; JSON parsers may ignore a leading one (RFC 8259 §8.1).
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// The server side of a newline-delimited JSON-RPC stream.
+pub(crate) struct LineTransport<R, W> {
+    read: BufReader<R>,
+    /// The line read so far. A `receive` dropped mid-line (rmcp polls it in a `select!`)
+    /// leaves its bytes here, and the next call goes on with the same line.
+    line: Vec<u8>,
+    /// Lines longer than this are discarded ([`MAX_LINE`]).
+    max_line: usize,
+    /// Inside a line over the limit: skip up to its end.
+    discarding: bool,
+    /// Set when a message must be answered with Invalid Request before reading on.
+    invalid_pending: bool,
+    write: Arc<Mutex<Option<W>>>,
+}
+
+impl<R, W> LineTransport<R, W>
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    pub(crate) fn new(read: R, write: W) -> Self {
+        Self {
+            read: BufReader::new(read),
+            line: Vec::new(),
+            max_line: MAX_LINE,
+            discarding: false,
+            invalid_pending: false,
+            write: Arc::new(Mutex::new(Some(write))),
+        }
+    }
+
+    /// Reads up to the end of the next line into `self.line`. `false` at the end of the
+    /// stream or on a read error.
+    async fn read_line(&mut self) -> bool {
+        loop {
+            let available = match self.read.fill_buf().await {
+                Ok([]) => return false,
+                Ok(available) => available,
+                Err(err) => {
+                    tracing::error!("cannot read the client's messages: {err}");
+                    return false;
+                }
+            };
+            let newline = available.iter().position(|b| *b == b'\n');
+            let take = newline.map_or(available.len(), |at| at + 1);
+            if self.discarding {
+                self.discarding = newline.is_none();
+            } else if self.line.len() + take > self.max_line {
+                tracing::error!(
+                    max_line_length = self.max_line,
+                    "an incoming message exceeded the maximum line length; discarding it"
+                );
+                self.line.clear();
+                self.discarding = newline.is_none();
+            } else {
+                self.line.extend_from_slice(&available[..take]);
+                if newline.is_some() {
+                    self.read.consume(take);
+                    return true;
+                }
+            }
+            self.read.consume(take);
+        }
+    }
+
+    async fn answer_invalid(&mut self) -> Result<(), std::io::Error> {
+        let response = TxJsonRpcMessage::<RoleServer>::error(
+            ErrorData::invalid_request("Invalid request", None),
+            None,
+        );
+        self.send(response).await
+    }
+}
+
+impl<R, W> Transport<RoleServer> for LineTransport<R, W>
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let write = Arc::clone(&self.write);
+        async move {
+            let mut bytes = serde_json::to_vec(&item)?;
+            bytes.push(b'\n');
+            let mut write = write.lock().await;
+            let Some(out) = write.as_mut() else {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotConnected,
+                    "the transport is closed",
+                ));
+            };
+            out.write_all(&bytes).await?;
+            out.flush().await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            if self.invalid_pending {
+                self.answer_invalid().await.ok()?;
+                self.invalid_pending = false;
+            }
+            if !self.read_line().await {
+                return None;
+            }
+            let decoded = decode(&self.line);
+            self.line.clear();
+            match decoded {
+                Ok(Some(message)) => return Some(message),
+                Ok(None) => {}
+                Err(JsonRpcMessageCodecError::Serde(err)) if !err.is_syntax() && !err.is_eof() => {
+                    // Well-formed JSON that is no JSON-RPC message we know: a protocol error.
+                    tracing::debug!("protocol error on an incoming message: {err}");
+                    self.invalid_pending = true;
+                }
+                Err(err) => {
+                    // Not JSON: there is no id to answer, and answering garbage can start an
+                    // error storm with a peer that echoes it. Other MCP SDKs ignore it too.
+                    tracing::debug!("ignoring an unparsable incoming message: {err}");
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        drop(self.write.lock().await.take());
+        Ok(())
+    }
+}
+
+/// One line (with its `\n`) as a client message. `Ok(None)`: nothing to deliver (blank, or
+/// a notification rmcp ignores for compatibility).
+fn decode(line: &[u8]) -> Result<Option<RxJsonRpcMessage<RoleServer>>, JsonRpcMessageCodecError> {
+    let body = line.strip_suffix(b"\n").unwrap_or(line);
+    let body = body.strip_suffix(b"\r").unwrap_or(body);
+    let body = body.strip_prefix(BOM).unwrap_or(body);
+    if body.is_empty() {
+        return Ok(None);
+    }
+    if let Some(call) = decode_call(body) {
+        return Ok(Some(call));
+    }
+    let mut buffer = BytesMut::from(line);
+    if !line.ends_with(b"\n") {
+        buffer.extend_from_slice(b"\n");
+    }
+    // The codec strips the BOM and the CR itself; a fresh one per line has no state to keep.
+    JsonRpcMessageCodec::<RxJsonRpcMessage<RoleServer>>::new_with_max_length(MAX_LINE)
+        .decode(&mut buffer)
+}
+
+/// A `tools/call` request, the shape rmcp accepts: `jsonrpc: "2.0"`, an id, the method, its
+/// params, and no `result` or `error` member.
+#[derive(Deserialize)]
+struct CallMessage<'a> {
+    jsonrpc: JsonRpcVersion2_0,
+    id: RequestId,
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+    params: CallToolRequestParams,
+    #[serde(default, deserialize_with = "present")]
+    result: bool,
+    #[serde(default, deserialize_with = "present")]
+    error: bool,
+}
+
+/// `true` for a member that is there, whatever its value.
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(deserializer)?;
+    Ok(true)
+}
+
+/// The direct decoder. `None` for anything but a well-formed `tools/call`, which then takes
+/// rmcp's path (and gets rmcp's answer if it is malformed).
+fn decode_call(body: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
+    const METHOD: &[u8] = b"\"tools/call\"";
+    if !body.windows(METHOD.len()).any(|w| w == METHOD) {
+        return None;
+    }
+    let message: CallMessage<'_> = serde_json::from_slice(body).ok()?;
+    if message.method != "tools/call" || message.result || message.error {
+        return None;
+    }
+    let JsonRpcVersion2_0 = message.jsonrpc;
+    let mut params = message.params;
+    // rmcp keeps a request's `_meta` in its extensions, not in the params.
+    let meta = params.meta.take();
+    let mut request = CallToolRequest::new(params);
+    if let Some(meta) = meta {
+        request.extensions.insert(meta);
+    }
+    Some(JsonRpcMessage::Request(JsonRpcRequest::new(
+        message.id,
+        ClientRequest::CallToolRequest(request),
+    )))
+}
+
+#[cfg(test)]
+#[path = "lines_tests.rs"]
+mod tests;

@@ -1,0 +1,235 @@
+use rmcp::model::{ClientNotification, RequestMetaObject, ServerResult};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+use super::*;
+
+/// rmcp's own reading of a line, for comparison.
+fn rmcp_decode(
+    line: &str,
+) -> Result<Option<RxJsonRpcMessage<RoleServer>>, JsonRpcMessageCodecError> {
+    let mut buffer = BytesMut::from(format!("{line}\n").as_bytes());
+    JsonRpcMessageCodec::<RxJsonRpcMessage<RoleServer>>::default().decode(&mut buffer)
+}
+
+fn meta_of(message: &RxJsonRpcMessage<RoleServer>) -> Option<RequestMetaObject> {
+    match message {
+        JsonRpcMessage::Request(JsonRpcRequest {
+            request: ClientRequest::CallToolRequest(call),
+            ..
+        }) => call.extensions.get::<RequestMetaObject>().cloned(),
+        _ => None,
+    }
+}
+
+#[test]
+fn calls_decode_directly_and_exactly_as_rmcp_does() {
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","arguments":{"path":"a.txt","limit":5}}}"#,
+        r#"{"params":{"name":"ls"},"method":"tools/call","id":"req-7","jsonrpc":"2.0"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"progressToken":"p1","x":[1,2.5,-3]},"name":"grep","arguments":{"pattern":"fn \"q\" \u00e9"}}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"bash","arguments":{"command":"ls"},"requestState":"s","inputResponses":{"q":{"action":"accept","content":{"answer":"yes"}}},"extra":true}}"#,
+        "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"read\",\"arguments\":{}}}\r",
+    ];
+    for line in lines {
+        let body = line.trim_start_matches('\u{feff}').trim_end_matches('\r');
+        let fast = decode_call(body.as_bytes());
+        assert!(fast.is_some(), "not decoded directly: {line}");
+        let fast = decode(format!("{line}\n").as_bytes()).unwrap().unwrap();
+        let slow = rmcp_decode(line).unwrap().unwrap();
+        assert_eq!(
+            serde_json::to_value(&fast).unwrap(),
+            serde_json::to_value(&slow).unwrap(),
+            "{line}"
+        );
+        assert_eq!(meta_of(&fast), meta_of(&slow), "{line}");
+    }
+}
+
+#[test]
+fn the_meta_goes_to_the_extensions_like_rmcp() {
+    let line = r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"_meta":{"progressToken":7},"name":"read"}}"#;
+    let message = decode(format!("{line}\n").as_bytes()).unwrap().unwrap();
+    let meta = meta_of(&message).unwrap();
+    assert_eq!(meta.0.0.get("progressToken"), Some(&json!(7)));
+    let JsonRpcMessage::Request(JsonRpcRequest {
+        request: ClientRequest::CallToolRequest(call),
+        ..
+    }) = message
+    else {
+        panic!("not a call");
+    };
+    assert!(call.params.meta.is_none());
+}
+
+#[test]
+fn anything_else_takes_rmcps_path_with_rmcps_answer() {
+    let lines = [
+        // Not a call.
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        // A call the direct decoder refuses: each must get whatever rmcp makes of it.
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read"},"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read"},"error":null}"#,
+        r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"read"}}"#,
+        r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"read"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"read"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"read"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"name":"tools/call"}}"#,
+        // Notifications from outside MCP.
+        r#"{"jsonrpc":"2.0","method":"$/progress","params":{}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/unknown"}"#,
+        // A response to one of our requests.
+        r#"{"jsonrpc":"2.0","id":"e1","result":{"action":"decline"}}"#,
+    ];
+    for line in lines {
+        assert!(
+            decode_call(line.as_bytes()).is_none(),
+            "decoded directly: {line}"
+        );
+        let ours = decode(format!("{line}\n").as_bytes());
+        let theirs = rmcp_decode(line);
+        match (ours, theirs) {
+            (Ok(ours), Ok(theirs)) => assert_eq!(
+                serde_json::to_value(&ours).unwrap(),
+                serde_json::to_value(&theirs).unwrap(),
+                "{line}"
+            ),
+            (Err(ours), Err(theirs)) => assert_eq!(ours.to_string(), theirs.to_string()),
+            (ours, theirs) => panic!("{line}: ours {ours:?}, rmcp's {theirs:?}"),
+        }
+    }
+}
+
+#[test]
+fn blank_lines_deliver_nothing() {
+    assert!(decode(b"\n").unwrap().is_none());
+    assert!(decode(b"\r\n").unwrap().is_none());
+    assert!(decode(b"\xEF\xBB\xBF\n").unwrap().is_none());
+}
+
+/// A transport over in-memory pipes: what the client writes, and what it reads back.
+fn transport(
+    max_line: usize,
+) -> (
+    LineTransport<tokio::io::DuplexStream, tokio::io::DuplexStream>,
+    tokio::io::DuplexStream,
+    tokio::io::BufReader<tokio::io::DuplexStream>,
+) {
+    let (client_out, server_in) = tokio::io::duplex(1 << 16);
+    let (server_out, client_in) = tokio::io::duplex(1 << 16);
+    let mut transport = LineTransport::new(server_in, server_out);
+    transport.max_line = max_line;
+    (transport, client_out, tokio::io::BufReader::new(client_in))
+}
+
+fn request_id(message: &RxJsonRpcMessage<RoleServer>) -> Value {
+    match message {
+        JsonRpcMessage::Request(request) => serde_json::to_value(&request.id).unwrap(),
+        _ => Value::Null,
+    }
+}
+
+#[tokio::test]
+async fn the_stream_is_framed_like_rmcps() {
+    let (mut transport, mut client, mut replies) = transport(200);
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read"}}"#;
+    let long = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"{}"}}}}"#,
+        "x".repeat(300)
+    );
+    let input = format!(
+        "{call}\r\n\n{long}\n{{\"no\":\"message\"}}\nnot json\n\u{feff}{{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}}\n{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":1}}}}\n{{\"jsonrpc\""
+    );
+    // Written in small pieces, so lines arrive split across reads.
+    let writer = tokio::spawn(async move {
+        for piece in input.as_bytes().chunks(7) {
+            client.write_all(piece).await.unwrap();
+            tokio::task::yield_now().await;
+        }
+        client
+    });
+
+    let first = transport.receive().await.unwrap();
+    assert_eq!(request_id(&first), json!(1));
+    // The over-long call is dropped, the non-message is answered with Invalid Request, the
+    // garbage is ignored, and the ping after them arrives.
+    let ping = transport.receive().await.unwrap();
+    assert!(
+        matches!(
+            &ping,
+            JsonRpcMessage::Request(JsonRpcRequest {
+                request: ClientRequest::PingRequest(_),
+                ..
+            })
+        ),
+        "{ping:?}"
+    );
+    assert_eq!(request_id(&ping), json!(3));
+    let mut answer = String::new();
+    replies.read_line(&mut answer).await.unwrap();
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["error"]["code"], json!(-32600), "{answer}");
+    assert!(answer["id"].is_null(), "{answer}");
+    let cancelled = transport.receive().await.unwrap();
+    assert!(
+        matches!(
+            &cancelled,
+            JsonRpcMessage::Notification(n)
+                if matches!(n.notification, ClientNotification::CancelledNotification(_))
+        ),
+        "{cancelled:?}"
+    );
+    // The stream ends inside a line: nothing more to deliver.
+    drop(writer.await.unwrap());
+    assert!(transport.receive().await.is_none());
+}
+
+#[tokio::test]
+async fn a_receive_dropped_mid_line_loses_nothing() {
+    let (mut transport, mut client, _replies) = transport(MAX_LINE);
+    client
+        .write_all(br#"{"jsonrpc":"2.0","id":5,"method":"tools/c"#)
+        .await
+        .unwrap();
+    let pending =
+        tokio::time::timeout(std::time::Duration::from_millis(50), transport.receive()).await;
+    assert!(pending.is_err(), "a half line was delivered");
+    client
+        .write_all(b"all\",\"params\":{\"name\":\"ls\"}}\n")
+        .await
+        .unwrap();
+    let message = transport.receive().await.unwrap();
+    assert_eq!(request_id(&message), json!(5));
+}
+
+#[tokio::test]
+async fn messages_go_out_one_per_line() {
+    let (mut transport, _client, mut replies) = transport(MAX_LINE);
+    // Sent concurrently, as rmcp does: each message still arrives whole, on its own line.
+    for i in 0..20 {
+        tokio::spawn(transport.send(TxJsonRpcMessage::<RoleServer>::response(
+            ServerResult::empty(()),
+            RequestId::Number(i),
+        )));
+    }
+    let mut ids = Vec::new();
+    for _ in 0..20 {
+        let mut line = String::new();
+        replies.read_line(&mut line).await.unwrap();
+        let message: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(message["jsonrpc"], "2.0");
+        ids.push(message["id"].as_i64().unwrap());
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, (0..20).collect::<Vec<_>>());
+    transport.close().await.unwrap();
+    let after = transport
+        .send(TxJsonRpcMessage::<RoleServer>::response(
+            ServerResult::empty(()),
+            RequestId::Number(99),
+        ))
+        .await;
+    assert!(after.is_err());
+}
