@@ -3,8 +3,8 @@
 //! `cargo bench --bench stdio` prints:
 //! - cold start: from spawning the process to the `tools/list` answer (initialize included);
 //! - small `read` calls one after another: client-observed latency, and the server's CPU time
-//!   per call (process-wide user+system time from /proc, over many calls).
-//!
+//!   per call (process-wide user+system time from /proc, over many calls);
+//! - the same CPU figure for `ping`: the floor of any request over stdio on this machine;
 //! - N calls sent at once against N one after another (`grep` over a tree, small `read`s).
 //!
 //! Run on a quiet machine; the figures go into docs/performance.md.
@@ -133,6 +133,39 @@ impl Server {
     }
 }
 
+/// Makes `READS` calls one after another; their client-observed latencies (sorted) and the
+/// server's CPU time per call.
+fn timed_calls(
+    server: &mut Server,
+    method: &str,
+    params: &serde_json::Value,
+) -> (Vec<Duration>, String) {
+    let cpu_before = server.cpu();
+    let mut latencies = Vec::with_capacity(READS);
+    let all = Instant::now();
+    for _ in 0..READS {
+        let started = Instant::now();
+        let id = server.send(method, params);
+        let reply = server.wait_for(id);
+        latencies.push(started.elapsed());
+        assert!(reply.get("error").is_none(), "{reply}");
+        assert_ne!(reply["result"]["isError"], true, "{reply}");
+    }
+    let wall = all.elapsed();
+    let cpu_after = server.cpu();
+    let user = cpu_after.0.saturating_sub(cpu_before.0);
+    let system = cpu_after.1.saturating_sub(cpu_before.1);
+    latencies.sort();
+    let cpu = format!(
+        "{:.1} µs ({:.1} user + {:.1} system; {:.0} calls/s)",
+        us(user + system) / READS as f64,
+        us(user) / READS as f64,
+        us(system) / READS as f64,
+        READS as f64 / wall.as_secs_f64()
+    );
+    (latencies, cpu)
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[index]
@@ -159,33 +192,16 @@ fn main() {
     // Sequential small reads.
     let mut server = Server::spawn(root.path(), data.path());
     server.initialize();
+    let read = serde_json::json!({"name": "read", "arguments": {"path": "small.txt"}});
     for _ in 0..200 {
-        let id = server.send(
-            "tools/call",
-            &serde_json::json!({"name": "read", "arguments": {"path": "small.txt"}}),
-        );
+        let id = server.send("tools/call", &read);
         server.wait_for(id);
     }
-    let cpu_before = server.cpu();
-    let mut latencies = Vec::with_capacity(READS);
-    let all = Instant::now();
-    for _ in 0..READS {
-        let started = Instant::now();
-        let id = server.send(
-            "tools/call",
-            &serde_json::json!({"name": "read", "arguments": {"path": "small.txt"}}),
-        );
-        let reply = server.wait_for(id);
-        latencies.push(started.elapsed());
-        assert_eq!(reply["result"]["isError"], false, "{reply}");
-    }
-    let wall = all.elapsed();
-    let cpu_after = server.cpu();
-    let user = cpu_after.0.saturating_sub(cpu_before.0);
-    let system = cpu_after.1.saturating_sub(cpu_before.1);
-    let cpu = user + system;
+    let (latencies, reads_cpu) = timed_calls(&mut server, "tools/call", &read);
+    // The floor: a `ping` costs the same pipe reads and writes and JSON-RPC handling, but no
+    // tool, no pipeline and no hand-off to a worker thread.
+    let (_, pings_cpu) = timed_calls(&mut server, "ping", &serde_json::json!({}));
     server.stop();
-    latencies.sort();
 
     println!(
         "gimlet stdio benchmark ({STARTS} cold starts, {READS} sequential reads of a 3-line file)"
@@ -204,13 +220,8 @@ fn main() {
         us(percentile(&latencies, 0.1)),
         us(percentile(&latencies, 0.9))
     );
-    println!(
-        "server CPU per read: {:.1} µs ({:.1} user + {:.1} system; {:.0} calls/s)",
-        us(cpu) / READS as f64,
-        us(user) / READS as f64,
-        us(system) / READS as f64,
-        READS as f64 / wall.as_secs_f64()
-    );
+    println!("server CPU per read: {reads_cpu}");
+    println!("server CPU per ping (the protocol floor): {pings_cpu}");
     let tree = tempfile::tempdir().unwrap();
     parallel(tree.path(), data.path());
 }
