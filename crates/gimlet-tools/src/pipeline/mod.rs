@@ -83,7 +83,11 @@ pub async fn run(
     let Some(tool) = registry.get(name) else {
         return Err(CallError::UnknownTool {
             name: name.to_owned(),
-            available: registry.names().collect::<Vec<_>>().join(", "),
+            available: registry
+                .names()
+                .filter(|n| registry.get(n).is_some_and(|t| t.enabled(ctx.env())))
+                .collect::<Vec<_>>()
+                .join(", "),
         });
     };
     let started_at = SystemTime::now();
@@ -152,6 +156,14 @@ async fn run_stages(
     input: Value,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
+    if !tool.enabled(ctx.env()) {
+        // Not in tools/list (e.g. web_search without its API key): called by name anyway.
+        return Err(ToolError::Failed(format!(
+            "`{}` is not offered by this server in its current environment, so it is not in \
+             tools/list; docs/tools.md says what enables it. Use one of the listed tools",
+            tool.name()
+        )));
+    }
     if ctx.policy().mode() == crate::Mode::ReadOnly && !tool.flags(None).read_only {
         ctx.record_decision(false, "mode read-only");
         return Err(ToolError::PermissionDenied(format!(

@@ -33,6 +33,8 @@ struct ProbeArgs {
 struct Probe {
     interrupt: InterruptBehavior,
     finished: Arc<AtomicUsize>,
+    /// Not offered in this environment.
+    disabled: bool,
 }
 
 impl Tool for Probe {
@@ -42,6 +44,10 @@ impl Tool for Probe {
 
     fn description(&self, _env: &ToolEnv) -> Cow<'static, str> {
         "test".into()
+    }
+
+    fn enabled(&self, _env: &ToolEnv) -> bool {
+        !self.disabled
     }
 
     fn flags(&self, _args: Option<&ProbeArgs>) -> ToolFlags {
@@ -110,6 +116,33 @@ async fn unknown_tools_are_protocol_errors_naming_the_alternatives() {
 }
 
 #[tokio::test]
+async fn a_tool_that_is_not_offered_does_not_run_when_called_by_name() {
+    let finished = Arc::new(AtomicUsize::new(0));
+    let ws = workspace_with(Probe {
+        finished: Arc::clone(&finished),
+        disabled: true,
+        ..Probe::default()
+    });
+    let err = ws
+        .error("probe", json!({"action": "sleep", "millis": 1}))
+        .await;
+    assert!(
+        err.starts_with("`probe` is not offered by this server in its current environment"),
+        "{err}"
+    );
+    assert_eq!(finished.load(Ordering::SeqCst), 0);
+    // Nor is it named among the alternatives to an unknown tool.
+    let err = run(&ws.registry, "nope", json!({}), &ws.ctx())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("read, write") && !err.contains("probe"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
 async fn schema_errors_name_the_field_and_validate_can_correct_or_refuse() {
     let ws = workspace_with(Probe::default());
     let err = ws.call("probe", json!({"action": 5})).await.unwrap_err();
@@ -146,6 +179,7 @@ async fn cancel_tools_stop_at_once_and_block_tools_finish() {
         let ws = workspace_with(Probe {
             interrupt,
             finished: Arc::clone(&finished),
+            ..Probe::default()
         });
         let ctx = ws.ctx();
         let token = ctx.cancellation().clone();
