@@ -448,3 +448,59 @@ impl HttpServer {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use gimlet_tools::{ToolEnv, ToolRegistry};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+    use crate::ServerConfig;
+
+    /// Serves on a free loopback port with these timeouts; the address.
+    async fn serve(headers: Duration, body: Duration) -> (SocketAddr, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let env = ToolEnv::builder()
+            .root(dir.path())
+            .spill_dir(dir.path().join("spill"))
+            .build()
+            .expect("an environment");
+        let config = HttpConfig::new(SocketAddr::from(([127, 0, 0, 1], 0))).timeouts(headers, body);
+        let server = HttpServer::bind(config).await.expect("a bound port");
+        let addr = server.local_addr().expect("an address");
+        let app = ServerConfig::new(env, ToolRegistry::builtin());
+        tokio::spawn(crate::serve_http(app, server));
+        (addr, dir)
+    }
+
+    #[tokio::test]
+    async fn a_body_that_does_not_arrive_in_time_gets_408() {
+        let (addr, _dir) = serve(Duration::from_secs(10), Duration::from_millis(300)).await;
+        let mut stream = tokio::net::TcpStream::connect(addr)
+            .await
+            .expect("a connection");
+        // The headers promise 100 bytes; 10 come, then nothing.
+        stream
+            .write_all(
+                b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                  Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n\
+                  {\"jsonrpc\"",
+            )
+            .await
+            .expect("a write");
+        let started = Instant::now();
+        let mut answer = vec![0; 512];
+        let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut answer))
+            .await
+            .expect("an answer before the header timeout")
+            .expect("a read");
+        let answer = String::from_utf8_lossy(&answer[..read]);
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+        assert!(
+            started.elapsed() >= Duration::from_millis(250),
+            "answered by the timeout, not at once"
+        );
+    }
+}
