@@ -43,8 +43,6 @@ pub(crate) struct LineTransport<R, W> {
     max_line: usize,
     /// Inside a line over the limit: skip up to its end.
     discarding: bool,
-    /// Set when a message must be answered with Invalid Request before reading on.
-    invalid_pending: bool,
     write: Arc<Mutex<Option<W>>>,
 }
 
@@ -59,7 +57,6 @@ where
             line: Vec::new(),
             max_line: MAX_LINE,
             discarding: false,
-            invalid_pending: false,
             write: Arc::new(Mutex::new(Some(write))),
         }
     }
@@ -98,12 +95,20 @@ where
         }
     }
 
-    async fn answer_invalid(&mut self) -> Result<(), std::io::Error> {
+    /// Answers a message that is no JSON-RPC message we know. The answer goes out on its own
+    /// task: `receive` may be dropped at any await (rmcp polls it in a `select!`), and a write
+    /// cut short would garble the stream.
+    fn answer_invalid(&mut self) {
         let response = TxJsonRpcMessage::<RoleServer>::error(
             ErrorData::invalid_request("Invalid request", None),
             None,
         );
-        self.send(response).await
+        let send = self.send(response);
+        tokio::spawn(async move {
+            if let Err(err) = send.await {
+                tracing::debug!("cannot answer an invalid message: {err}");
+            }
+        });
     }
 }
 
@@ -136,10 +141,6 @@ where
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
-            if self.invalid_pending {
-                self.answer_invalid().await.ok()?;
-                self.invalid_pending = false;
-            }
             if !self.read_line().await {
                 return None;
             }
@@ -151,7 +152,7 @@ where
                 Err(JsonRpcMessageCodecError::Serde(err)) if !err.is_syntax() && !err.is_eof() => {
                     // Well-formed JSON that is no JSON-RPC message we know: a protocol error.
                     tracing::debug!("protocol error on an incoming message: {err}");
-                    self.invalid_pending = true;
+                    self.answer_invalid();
                 }
                 Err(err) => {
                     // Not JSON: there is no id to answer, and answering garbage can start an
