@@ -163,6 +163,21 @@ impl Gimlet {
     }
 
     /// Starts with a client handler and extra arguments.
+    /// Like [`Gimlet::start_with`], with this text as the config file (`--config`). The
+    /// directory returned holds `config.toml` and must live as long as the server.
+    pub async fn start_with_config(
+        handler: TestClient,
+        config: &str,
+        args: &[&str],
+    ) -> (Self, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, config).unwrap();
+        let mut all = vec!["--config", path.to_str().unwrap()];
+        all.extend_from_slice(args);
+        (Self::start_with(handler, &all).await, dir)
+    }
+
     pub async fn start_with(handler: TestClient, args: &[&str]) -> Self {
         let root = tempfile::Builder::new()
             .prefix("gimlet-root")

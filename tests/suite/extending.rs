@@ -10,12 +10,7 @@ use crate::common::{Gimlet, TestClient, err_text, ok_text};
 
 /// Starts gimlet with this config file (in the server's config directory).
 async fn with_config(config: &str) -> (Gimlet, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("config.toml");
-    std::fs::write(&path, config).unwrap();
-    let gimlet =
-        Gimlet::start_with(TestClient::default(), &["--config", path.to_str().unwrap()]).await;
-    (gimlet, dir)
+    Gimlet::start_with_config(TestClient::default(), config, &[]).await
 }
 
 fn script(dir: &Path, name: &str, body: &str) -> String {
@@ -207,15 +202,9 @@ command = "sleep 30"
 read_only = true
 timeout_s = 1
 "#;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("config.toml");
-    std::fs::write(&path, config).unwrap();
     // Strict mode, and a client that cannot be asked: a read-only plugin runs, the other is refused.
-    let gimlet = Gimlet::start_with(
-        TestClient::default(),
-        &["--config", path.to_str().unwrap(), "--mode", "strict"],
-    )
-    .await;
+    let (gimlet, _dir) =
+        Gimlet::start_with_config(TestClient::default(), config, &["--mode", "strict"]).await;
     assert_eq!(
         ok_text(&gimlet.call("lookup", json!({})).await).trim(),
         "looked up"

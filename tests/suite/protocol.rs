@@ -157,15 +157,13 @@ async fn log_messages_follow_the_level_the_client_sets() {
 
 #[tokio::test]
 async fn sighup_reloads_the_config_and_announces_the_new_tool_list() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("config.toml");
-    std::fs::write(&config, "disabled_tools = []\n").unwrap();
-    let config_arg = config.display().to_string();
-    let gimlet = crate::common::Gimlet::start_with(
+    let (gimlet, dir) = crate::common::Gimlet::start_with_config(
         crate::common::TestClient::default(),
-        &["--config", &config_arg],
+        "disabled_tools = []\n",
+        &[],
     )
     .await;
+    let config = dir.path().join("config.toml");
     let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
         tools.into_iter().map(|t| t.name.to_string()).collect()
     };

@@ -157,15 +157,7 @@ async fn route(path: &str, request: &str) -> (&'static str, &'static str, Vec<u8
 
 /// gimlet in trusted mode (no asks) with a config file.
 async fn gimlet_with(config: &str) -> (Gimlet, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("config.toml");
-    std::fs::write(&path, config).unwrap();
-    let gimlet = Gimlet::start_with(
-        TestClient::default(),
-        &["--config", path.to_str().unwrap(), "--mode", "trusted"],
-    )
-    .await;
-    (gimlet, dir)
+    Gimlet::start_with_config(TestClient::default(), config, &["--mode", "trusted"]).await
 }
 
 #[tokio::test]
@@ -295,12 +287,10 @@ async fn web_fetch_refuses_local_addresses_by_default() {
 #[tokio::test]
 async fn web_fetch_asks_per_host_in_the_default_mode() {
     let site = Site::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("config.toml");
-    std::fs::write(&path, "[tools.web_fetch]\nallow_local = true\n").unwrap();
-    let gimlet = Gimlet::start_with(
+    let (gimlet, _dir) = Gimlet::start_with_config(
         TestClient::accepting(json!({"decision": "allow_session"})),
-        &["--config", path.to_str().unwrap()],
+        "[tools.web_fetch]\nallow_local = true\n",
+        &[],
     )
     .await;
     ok_text(
