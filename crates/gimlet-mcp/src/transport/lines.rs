@@ -182,9 +182,6 @@ fn decode(line: &[u8]) -> Result<Option<RxJsonRpcMessage<RoleServer>>, JsonRpcMe
         return Ok(Some(call));
     }
     let mut buffer = BytesMut::from(line);
-    if !line.ends_with(b"\n") {
-        buffer.extend_from_slice(b"\n");
-    }
     // The codec strips the BOM and the CR itself; a fresh one per line has no state to keep.
     JsonRpcMessageCodec::<RxJsonRpcMessage<RoleServer>>::new_with_max_length(MAX_LINE)
         .decode(&mut buffer)
@@ -194,7 +191,9 @@ fn decode(line: &[u8]) -> Result<Option<RxJsonRpcMessage<RoleServer>>, JsonRpcMe
 /// params, and no `result` or `error` member.
 #[derive(Deserialize)]
 struct CallMessage<'a> {
-    jsonrpc: JsonRpcVersion2_0,
+    /// Parsing it checks it is "2.0".
+    #[serde(rename = "jsonrpc")]
+    _jsonrpc: JsonRpcVersion2_0,
     id: RequestId,
     #[serde(borrow)]
     method: Cow<'a, str>,
@@ -222,7 +221,6 @@ fn decode_call(body: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
     if message.method != "tools/call" || message.result || message.error {
         return None;
     }
-    let JsonRpcVersion2_0 = message.jsonrpc;
     let mut params = message.params;
     // rmcp keeps a request's `_meta` in its extensions, not in the params.
     let meta = params.meta.take();
