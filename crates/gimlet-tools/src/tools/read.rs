@@ -94,8 +94,12 @@ impl Tool for ReadTool {
 fn read_blocking(args: &ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let resolved = ctx.resolve_allowed(&args.path)?;
     let (mut file, meta) = resolved.open_regular()?;
-    let mut head = vec![0; SNIFF_BYTES.min(usize::try_from(meta.len()).unwrap_or(SNIFF_BYTES))];
-    let head_len = read_up_to(&mut file, &mut head).map_err(|e| io_error(&resolved, e))?;
+    // One byte more than the file has: a small file is then read whole, and its end seen,
+    // with one read.
+    let size = usize::try_from(meta.len()).unwrap_or(usize::MAX);
+    let mut head = vec![0; SNIFF_BYTES.min(size.saturating_add(1))];
+    let head_len = read_head(&mut file, &mut head, size).map_err(|e| io_error(&resolved, e))?;
+    let mut at_end = head_len == size && head.len() > size;
     head.truncate(head_len);
     if let Some(mime_type) = image_type(&head) {
         return read_image(&resolved, file, head, &meta, mime_type, ctx);
@@ -123,10 +127,12 @@ fn read_blocking(args: &ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolE
                 let (again, _) = resolved.open_regular()?;
                 file = again;
                 head = Vec::new();
+                at_end = false;
             }
         }
     }
-    let page = Page::read(head, file, meta.len(), args).map_err(|e| io_error(&resolved, e))?;
+    let page =
+        Page::read(head, at_end, file, meta.len(), args).map_err(|e| io_error(&resolved, e))?;
     ctx.session().files().record(
         &resolved.path,
         FileStamp {
@@ -178,6 +184,25 @@ fn io_error(resolved: &ResolvedPath, err: io::Error) -> ToolError {
 }
 
 /// Fills `buf` as far as the file allows; returns the bytes read.
+/// Reads the start of a file of `size` bytes (as `fstat` said) into `buf`, stopping early at
+/// `size` bytes: when `buf` is larger, that many bytes and a short read mean the end was
+/// reached, with no further read to see it.
+fn read_head(file: &mut File, buf: &mut [u8], size: usize) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+        if filled == size {
+            break;
+        }
+    }
+    Ok(filled)
+}
+
 fn read_up_to(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
     let mut filled = 0;
     while filled < buf.len() {
@@ -230,8 +255,15 @@ impl LineBuf {
 }
 
 impl Page {
-    /// Streams the file once: hashes it, counts its lines, keeps the requested ones.
-    fn read(head: Vec<u8>, mut file: File, size: u64, args: &ReadArgs) -> io::Result<Self> {
+    /// Streams the file once: hashes it, counts its lines, keeps the requested ones. `head`
+    /// is what was read already; `at_end`: it is the whole file.
+    fn read(
+        head: Vec<u8>,
+        at_end: bool,
+        mut file: File,
+        size: u64,
+        args: &ReadArgs,
+    ) -> io::Result<Self> {
         let first = args.offset.unwrap_or(1);
         let last = first.saturating_add(args.limit.unwrap_or(DEFAULT_LIMIT)) - 1;
         let wanted = move |number: usize| (first..=last).contains(&number);
@@ -261,6 +293,9 @@ impl Page {
             }
             line.push(rest, wanted(page.total_lines + 1));
             page.bytes += chunk.len() as u64;
+            if at_end && page.bytes == size {
+                break;
+            }
             let n = read_up_to(&mut file, &mut buf)?;
             if n == 0 {
                 break;
