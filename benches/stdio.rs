@@ -5,6 +5,9 @@
 //! - small `read` calls one after another: client-observed latency, and the server's CPU time
 //!   per call (process-wide user+system time from /proc, over many calls);
 //! - the same CPU figure for `ping`: the floor of any request over stdio on this machine;
+//! - and for a bare loop that does the least any server must for a small read (this benchmark
+//!   re-run as the server: read a line, open, stat, read and close the file, write a line), to
+//!   tell the machine's cost of system calls and wake-ups from gimlet's;
 //! - N calls sent at once against N one after another (`grep` over a tree, small `read`s).
 //!
 //! Run on a quiet machine; the figures go into docs/performance.md.
@@ -37,11 +40,24 @@ struct Server {
 
 impl Server {
     fn spawn(root: &std::path::Path, data: &std::path::Path) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_gimlet"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_gimlet"));
+        command
             .args(["serve", "--root"])
             .arg(root)
             .env("XDG_DATA_HOME", data)
-            .env_remove("RUST_LOG")
+            .env_remove("RUST_LOG");
+        Self::start(command)
+    }
+
+    /// This benchmark itself as the bare server ([`bare_server`]), reading files in `root`.
+    fn spawn_bare(root: &std::path::Path) -> Self {
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        command.env(BARE, root);
+        Self::start(command)
+    }
+
+    fn start(mut command: Command) -> Self {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -171,7 +187,45 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[index]
 }
 
+/// Set (to the root) in the environment of the benchmark started as the bare server.
+const BARE: &str = "GIMLET_BENCH_BARE_ROOT";
+
+/// The least a stdio server can do for a small read, to measure this machine's floor: one
+/// thread that reads a line, parses it, opens, stats, reads and closes the file, and writes
+/// the answer. No protocol beyond the id, no checks, no threads.
+fn bare_server(root: &std::path::Path) {
+    use std::io::Read;
+    let mut input = std::io::stdin().lock();
+    let mut output = std::io::stdout().lock();
+    let mut line = String::new();
+    while {
+        line.clear();
+        input.read_line(&mut line).unwrap() > 0
+    } {
+        let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let Some(id) = message.get("id") else {
+            continue;
+        };
+        let mut result = serde_json::json!({});
+        if message["method"] == "tools/call" {
+            let path = root.join(message["params"]["arguments"]["path"].as_str().unwrap());
+            let mut file = std::fs::File::open(path).unwrap();
+            let size = file.metadata().unwrap().len();
+            let mut text = String::with_capacity(usize::try_from(size).unwrap() + 1);
+            file.read_to_string(&mut text).unwrap();
+            result = serde_json::json!({"content": [{"type": "text", "text": text}]});
+        }
+        let answer = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result});
+        writeln!(output, "{answer}").unwrap();
+        output.flush().unwrap();
+    }
+}
+
 fn main() {
+    if let Some(root) = std::env::var_os(BARE) {
+        bare_server(std::path::Path::new(&root));
+        return;
+    }
     let root = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("small.txt"), "one\ntwo\nthree\n").unwrap();
@@ -202,6 +256,11 @@ fn main() {
     // tool, no pipeline and no hand-off to a worker thread.
     let (_, pings_cpu) = timed_calls(&mut server, "ping", &serde_json::json!({}));
     server.stop();
+    // The machine's floor for the same read (see `bare_server`).
+    let mut bare = Server::spawn_bare(root.path());
+    bare.initialize();
+    let (_, bare_cpu) = timed_calls(&mut bare, "tools/call", &read);
+    bare.stop();
 
     println!(
         "gimlet stdio benchmark ({STARTS} cold starts, {READS} sequential reads of a 3-line file)"
@@ -222,6 +281,7 @@ fn main() {
     );
     println!("server CPU per read: {reads_cpu}");
     println!("server CPU per ping (the protocol floor): {pings_cpu}");
+    println!("bare loop CPU per read (this machine's floor): {bare_cpu}");
     let tree = tempfile::tempdir().unwrap();
     parallel(tree.path(), data.path());
 }
