@@ -55,9 +55,8 @@ fn main() -> ExitCode {
         .command
         .unwrap_or_else(|| Command::Serve(cli::ServeArgs::default()));
     // stdio serves one client: a single-threaded runtime avoids cross-thread hand-offs on every
-    // message. HTTP serves many at once, on every core. Calls run on gimlet-tools' own call
-    // threads (at most 64) and other blocking work on the blocking pool, either way; a burst of
-    // calls must not grow hundreds of threads.
+    // message. HTTP serves many at once, on every core. Blocking work (files, walks, processes)
+    // runs on the blocking pool either way; a burst of calls must not grow hundreds of threads.
     let http = matches!(&command, Command::Serve(serve) if serve.http.is_some());
     let mut builder = if http {
         tokio::runtime::Builder::new_multi_thread()

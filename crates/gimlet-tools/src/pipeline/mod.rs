@@ -23,7 +23,6 @@ mod permission;
 mod record;
 mod truncate;
 mod validate;
-mod workers;
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -114,7 +113,7 @@ pub async fn run(
 }
 
 thread_local! {
-    /// Set while a call runs on a call thread (`workers.rs`).
+    /// Set while a call runs on a worker thread of the blocking pool.
     static ON_WORKER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
@@ -123,10 +122,10 @@ pub(crate) fn on_worker() -> bool {
     ON_WORKER.with(std::cell::Cell::get)
 }
 
-/// Like [`run`], but the whole call runs on one pool thread (not the async runtime), driven
-/// there with `Handle::block_on`. The call's file work ([`ToolContext::blocking`]) then runs
-/// in place: one thread hand-off per call instead of one per blocking step, and never
-/// blocking work on the async runtime. Servers use this; it needs a Tokio runtime.
+/// Like [`run`], but the whole call runs on one thread of the blocking pool, driven there with
+/// `Handle::block_on`. The call's file work ([`ToolContext::blocking`]) then runs in place: one
+/// thread hand-off per call instead of one per blocking step, and never blocking work on the
+/// async runtime. Servers use this; it needs a Tokio runtime.
 pub async fn run_on_worker(
     registry: std::sync::Arc<ToolRegistry>,
     name: String,
@@ -136,24 +135,20 @@ pub async fn run_on_worker(
     let handle = tokio::runtime::Handle::current();
     // The caller's span (e.g. the session the call belongs to) stays current on the worker.
     let span = tracing::Span::current();
-    let (done, report) = tokio::sync::oneshot::channel();
-    workers::spawn(move || {
+    let worker = tokio::task::spawn_blocking(move || {
         let _span = span.enter();
         ON_WORKER.with(|flag| flag.set(true));
         let report = handle.block_on(run(&registry, &name, input, &ctx));
         ON_WORKER.with(|flag| flag.set(false));
-        // The caller may be gone (its request was cancelled); nothing waits for the report.
-        let _ = done.send(report);
+        report
     });
-    report.await.unwrap_or_else(|_| {
-        Ok(CallReport {
-            result: Err(ToolError::failed(
-                "the call could not be run: no thread was free to run it (the process may be \
-                 out of threads); retry when other calls have finished",
-            )),
+    match worker.await {
+        Ok(report) => report,
+        Err(err) => Ok(CallReport {
+            result: Err(ToolError::from(err)),
             duration: Duration::ZERO,
-        })
-    })
+        }),
+    }
 }
 
 async fn run_stages(
