@@ -8,6 +8,7 @@
 //! - and for a bare loop that does the least any server must for a small read (this benchmark
 //!   re-run as the server: read a line, open, stat, read and close the file, write a line), to
 //!   tell the machine's cost of system calls and wake-ups from gimlet's;
+//! - with `GIMLET_BENCH_OTHER` set, the same for another MCP server (`bench/stdio-compare.sh`);
 //! - N calls sent at once against N one after another (`grep` over a tree, small `read`s).
 //!
 //! Run on a quiet machine; the figures go into docs/performance.md.
@@ -53,6 +54,18 @@ impl Server {
     fn spawn_bare(root: &std::path::Path) -> Self {
         let mut command = Command::new(std::env::current_exe().unwrap());
         command.env(BARE, root);
+        Self::start(command)
+    }
+
+    /// Another MCP server, from [`OTHER`]'s command with `{root}` replaced by `root`.
+    fn spawn_other(other: &Other, root: &std::path::Path) -> Self {
+        let command_line: Vec<String> = other
+            .command
+            .iter()
+            .map(|arg| arg.replace("{root}", &root.display().to_string()))
+            .collect();
+        let mut command = Command::new(&command_line[0]);
+        command.args(&command_line[1..]);
         Self::start(command)
     }
 
@@ -190,6 +203,75 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 /// Set (to the root) in the environment of the benchmark started as the bare server.
 const BARE: &str = "GIMLET_BENCH_BARE_ROOT";
 
+/// Another server to measure the same way, for a comparison on the same machine (see
+/// `bench/stdio-compare.sh`): JSON `{"command": [...], "call": {"name": ..., "arguments":
+/// {...}}}`, where `{root}` in the command and the arguments stands for the files' folder.
+/// The command must be the server process itself (not a wrapper such as `npx`): its CPU time
+/// is read from `/proc`.
+const OTHER: &str = "GIMLET_BENCH_OTHER";
+
+struct Other {
+    command: Vec<String>,
+    call: serde_json::Value,
+}
+
+impl Other {
+    fn parse(text: &str) -> Option<Self> {
+        let value: serde_json::Value = serde_json::from_str(text).ok()?;
+        let command: Vec<String> = value["command"]
+            .as_array()?
+            .iter()
+            .map(|arg| arg.as_str().map(str::to_owned))
+            .collect::<Option<_>>()?;
+        let call = value.get("call")?.clone();
+        (!command.is_empty()).then_some(Self { command, call })
+    }
+}
+
+/// Cold start and CPU per read of the [`OTHER`] server, as `main` measures gimlet's.
+fn measure_other(other: &Other, root: &std::path::Path) {
+    let call: serde_json::Value = serde_json::from_str(
+        &other
+            .call
+            .to_string()
+            .replace("{root}", &root.display().to_string()),
+    )
+    .unwrap();
+    let mut starts = Vec::with_capacity(STARTS);
+    for _ in 0..STARTS {
+        let started = Instant::now();
+        let mut server = Server::spawn_other(other, root);
+        server.initialize();
+        let id = server.send("tools/list", &serde_json::json!({}));
+        server.wait_for(id);
+        starts.push(started.elapsed());
+        server.stop();
+    }
+    starts.sort();
+    let mut server = Server::spawn_other(other, root);
+    server.initialize();
+    for _ in 0..200 {
+        let id = server.send("tools/call", &call);
+        server.wait_for(id);
+    }
+    let (latencies, cpu) = timed_calls(&mut server, "tools/call", &call);
+    server.stop();
+    println!("other server: {}", other.command.join(" "));
+    println!(
+        "| other: cold start to tools/list | {:.2} ms | {:.2} ms | {:.2} ms |",
+        ms(percentile(&starts, 0.5)),
+        ms(percentile(&starts, 0.1)),
+        ms(percentile(&starts, 0.9))
+    );
+    println!(
+        "| other: read round trip (client-observed) | {:.1} µs | {:.1} µs | {:.1} µs |",
+        us(percentile(&latencies, 0.5)),
+        us(percentile(&latencies, 0.1)),
+        us(percentile(&latencies, 0.9))
+    );
+    println!("other server CPU per read: {cpu}");
+}
+
 /// The least a stdio server can do for a small read, to measure this machine's floor: one
 /// thread that reads a line, parses it, opens, stats, reads and closes the file, and writes
 /// the answer. No protocol beyond the id, no checks, no threads.
@@ -282,6 +364,12 @@ fn main() {
     println!("server CPU per read: {reads_cpu}");
     println!("server CPU per ping (the protocol floor): {pings_cpu}");
     println!("bare loop CPU per read (this machine's floor): {bare_cpu}");
+    if let Ok(other) = std::env::var(OTHER) {
+        let other = Other::parse(&other).unwrap_or_else(|| {
+            panic!("{OTHER} must be {{\"command\": [\"server\", ...], \"call\": {{...}}}}")
+        });
+        measure_other(&other, root.path());
+    }
     let tree = tempfile::tempdir().unwrap();
     parallel(tree.path(), data.path());
 }
