@@ -197,6 +197,32 @@ async fn reading_records_the_file_state() {
 }
 
 #[tokio::test]
+async fn files_around_the_first_read_size_are_read_whole() {
+    // The first read takes up to 8 KiB and, for a smaller file, one byte more than its size,
+    // to see the end at once; every size around those bounds must come out whole.
+    let ws = TestWorkspace::new();
+    for size in [0, 1, 2, 8190, 8191, 8192, 8193, 8194, 70_000] {
+        let body: Vec<u8> = b"abcdefghi\n".iter().copied().cycle().take(size).collect();
+        let name = format!("f{size}.txt");
+        let path = ws.write(&name, std::str::from_utf8(&body).unwrap());
+        let text = ws.text("read", json!({"path": name})).await;
+        let lines = body
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count();
+        if size > 0 {
+            assert!(
+                text.contains(&format!("of {lines}, hash")),
+                "{size}: {text}"
+            );
+        }
+        let stamp = ws.session.files().get(&path).expect("recorded");
+        assert_eq!(stamp.hash, crate::fs::ContentHash::of(&body), "size {size}");
+        assert_eq!(stamp.size, u64::try_from(size).unwrap());
+    }
+}
+
+#[tokio::test]
 async fn paths_outside_the_roots_are_refused_without_an_asker() {
     let ws = TestWorkspace::new();
     let secret = ws.outside().join("secret.txt");
