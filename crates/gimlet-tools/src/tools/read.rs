@@ -98,7 +98,7 @@ fn read_blocking(args: &ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolE
     // with one read.
     let size = usize::try_from(meta.len()).unwrap_or(usize::MAX);
     let mut head = vec![0; SNIFF_BYTES.min(size.saturating_add(1))];
-    let head_len = read_head(&mut file, &mut head, size).map_err(|e| io_error(&resolved, e))?;
+    let head_len = read_up_to(&mut file, &mut head, size).map_err(|e| io_error(&resolved, e))?;
     let mut at_end = head_len == size && head.len() > size;
     head.truncate(head_len);
     if let Some(mime_type) = image_type(&head) {
@@ -183,29 +183,12 @@ fn io_error(resolved: &ResolvedPath, err: io::Error) -> ToolError {
     ToolError::io(format!("reading {}", resolved.display()), err)
 }
 
-/// Fills `buf` as far as the file allows; returns the bytes read.
-/// Reads the start of a file of `size` bytes (as `fstat` said) into `buf`, stopping early at
-/// `size` bytes: when `buf` is larger, that many bytes and a short read mean the end was
-/// reached, with no further read to see it.
-fn read_head(file: &mut File, buf: &mut [u8], size: usize) -> io::Result<usize> {
+/// Fills `buf` as far as the file allows, stopping early once `enough` bytes are in (after
+/// one read at least); returns the bytes read. With `buf` one byte larger than the file's size
+/// and `enough` that size, a small file is read whole, and its end known, with a single read.
+fn read_up_to(file: &mut File, buf: &mut [u8], enough: usize) -> io::Result<usize> {
     let mut filled = 0;
-    while filled < buf.len() {
-        match file.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-        if filled == size {
-            break;
-        }
-    }
-    Ok(filled)
-}
-
-fn read_up_to(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
+    while filled < buf.len() && (filled < enough || filled == 0) {
         match file.read(&mut buf[filled..]) {
             Ok(0) => break,
             Ok(n) => filled += n,
@@ -276,11 +259,12 @@ impl Page {
             invalid_utf8_at: None,
         };
         let mut line = LineBuf::default();
-        // Small files are read whole in the first chunk; the buffer for the rest is sized to
-        // what is left (plus one byte to see the end), up to 64 KiB.
-        let rest = usize::try_from(size.saturating_sub(head.len() as u64)).unwrap_or(usize::MAX);
+        // Small files are read whole in the first chunk. The buffer for the rest is sized to
+        // what is left plus one byte to see the end: at least 4 KiB (kernel files say their
+        // size is 0) and at most 64 KiB.
+        let left = usize::try_from(size.saturating_sub(head.len() as u64)).unwrap_or(usize::MAX);
         let mut chunk = head;
-        let mut buf = vec![0; rest.saturating_add(1).min(64 * 1024)];
+        let mut buf = Vec::new();
         loop {
             hasher.update(&chunk);
             let mut rest = chunk.as_slice();
@@ -296,7 +280,10 @@ impl Page {
             if at_end && page.bytes == size {
                 break;
             }
-            let n = read_up_to(&mut file, &mut buf)?;
+            if buf.is_empty() {
+                buf = vec![0; left.saturating_add(1).clamp(4096, 64 * 1024)];
+            }
+            let n = read_up_to(&mut file, &mut buf, usize::MAX)?;
             if n == 0 {
                 break;
             }

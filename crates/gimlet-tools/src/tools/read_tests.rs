@@ -223,6 +223,24 @@ async fn files_around_the_first_read_size_are_read_whole() {
 }
 
 #[tokio::test]
+async fn a_file_whose_size_is_unknown_is_read_to_its_end() {
+    // Kernel files report a size of 0 and have content.
+    let ws = TestWorkspace::new();
+    let approve = std::sync::Arc::new(crate::ScriptedAsker::approving([crate::Approval::Once]));
+    let output = ws
+        .call_with(
+            &ws.ctx_with(approve),
+            "read",
+            json!({"path": "/proc/version"}),
+        )
+        .await
+        .unwrap();
+    let text = output.joined_text();
+    assert!(text.contains("     1\tLinux version"), "{text}");
+    assert!(text.contains("lines 1-1 of 1"), "{text}");
+}
+
+#[tokio::test]
 async fn paths_outside_the_roots_are_refused_without_an_asker() {
     let ws = TestWorkspace::new();
     let secret = ws.outside().join("secret.txt");
