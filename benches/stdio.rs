@@ -195,6 +195,53 @@ fn timed_calls(
     (latencies, cpu)
 }
 
+/// Spawns a server `STARTS` times and times each from the spawn to its `tools/list` answer
+/// (initialize included); sorted.
+fn cold_starts(spawn: impl Fn() -> Server) -> Vec<Duration> {
+    let mut starts = Vec::with_capacity(STARTS);
+    for _ in 0..STARTS {
+        let started = Instant::now();
+        let mut server = spawn();
+        server.initialize();
+        let id = server.send("tools/list", &serde_json::json!({}));
+        server.wait_for(id);
+        starts.push(started.elapsed());
+        server.stop();
+    }
+    starts.sort();
+    starts
+}
+
+/// An initialized server that has answered `call` a few hundred times.
+fn warmed_up(mut server: Server, call: &serde_json::Value) -> Server {
+    server.initialize();
+    for _ in 0..200 {
+        let id = server.send("tools/call", call);
+        server.wait_for(id);
+    }
+    server
+}
+
+/// One table row: the median, p10 and p90 of `sorted`, in ms or µs.
+fn row(label: &str, sorted: &[Duration], in_ms: bool) {
+    let [median, p10, p90] = [0.5, 0.1, 0.9].map(|p| percentile(sorted, p));
+    if in_ms {
+        println!(
+            "| {label} | {:.2} ms | {:.2} ms | {:.2} ms |",
+            ms(median),
+            ms(p10),
+            ms(p90)
+        );
+    } else {
+        println!(
+            "| {label} | {:.1} µs | {:.1} µs | {:.1} µs |",
+            us(median),
+            us(p10),
+            us(p90)
+        );
+    }
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[index]
@@ -237,37 +284,16 @@ fn measure_other(other: &Other, root: &std::path::Path) {
             .replace("{root}", &root.display().to_string()),
     )
     .unwrap();
-    let mut starts = Vec::with_capacity(STARTS);
-    for _ in 0..STARTS {
-        let started = Instant::now();
-        let mut server = Server::spawn_other(other, root);
-        server.initialize();
-        let id = server.send("tools/list", &serde_json::json!({}));
-        server.wait_for(id);
-        starts.push(started.elapsed());
-        server.stop();
-    }
-    starts.sort();
-    let mut server = Server::spawn_other(other, root);
-    server.initialize();
-    for _ in 0..200 {
-        let id = server.send("tools/call", &call);
-        server.wait_for(id);
-    }
+    let starts = cold_starts(|| Server::spawn_other(other, root));
+    let mut server = warmed_up(Server::spawn_other(other, root), &call);
     let (latencies, cpu) = timed_calls(&mut server, "tools/call", &call);
     server.stop();
     println!("other server: {}", other.command.join(" "));
-    println!(
-        "| other: cold start to tools/list | {:.2} ms | {:.2} ms | {:.2} ms |",
-        ms(percentile(&starts, 0.5)),
-        ms(percentile(&starts, 0.1)),
-        ms(percentile(&starts, 0.9))
-    );
-    println!(
-        "| other: read round trip (client-observed) | {:.1} µs | {:.1} µs | {:.1} µs |",
-        us(percentile(&latencies, 0.5)),
-        us(percentile(&latencies, 0.1)),
-        us(percentile(&latencies, 0.9))
+    row("other: cold start to tools/list", &starts, true);
+    row(
+        "other: read round trip (client-observed)",
+        &latencies,
+        false,
     );
     println!("other server CPU per read: {cpu}");
 }
@@ -312,35 +338,17 @@ fn main() {
     let data = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("small.txt"), "one\ntwo\nthree\n").unwrap();
 
-    // Cold start to the tools/list answer.
-    let mut starts = Vec::with_capacity(STARTS);
-    for _ in 0..STARTS {
-        let started = Instant::now();
-        let mut server = Server::spawn(root.path(), data.path());
-        server.initialize();
-        let id = server.send("tools/list", &serde_json::json!({}));
-        server.wait_for(id);
-        starts.push(started.elapsed());
-        server.stop();
-    }
-    starts.sort();
-
-    // Sequential small reads.
-    let mut server = Server::spawn(root.path(), data.path());
-    server.initialize();
+    let starts = cold_starts(|| Server::spawn(root.path(), data.path()));
+    // Small reads one after another.
     let read = serde_json::json!({"name": "read", "arguments": {"path": "small.txt"}});
-    for _ in 0..200 {
-        let id = server.send("tools/call", &read);
-        server.wait_for(id);
-    }
+    let mut server = warmed_up(Server::spawn(root.path(), data.path()), &read);
     let (latencies, reads_cpu) = timed_calls(&mut server, "tools/call", &read);
     // The floor: a `ping` costs the same pipe reads and writes and JSON-RPC handling, but no
     // tool, no pipeline and no hand-off to a worker thread.
     let (_, pings_cpu) = timed_calls(&mut server, "ping", &serde_json::json!({}));
     server.stop();
     // The machine's floor for the same read (see `bare_server`).
-    let mut bare = Server::spawn_bare(root.path());
-    bare.initialize();
+    let mut bare = warmed_up(Server::spawn_bare(root.path()), &read);
     let (_, bare_cpu) = timed_calls(&mut bare, "tools/call", &read);
     bare.stop();
 
@@ -349,18 +357,8 @@ fn main() {
     );
     println!("| measure | median | p10 | p90 |");
     println!("|---|---|---|---|");
-    println!(
-        "| cold start to tools/list | {:.2} ms | {:.2} ms | {:.2} ms |",
-        ms(percentile(&starts, 0.5)),
-        ms(percentile(&starts, 0.1)),
-        ms(percentile(&starts, 0.9))
-    );
-    println!(
-        "| read round trip (client-observed) | {:.1} µs | {:.1} µs | {:.1} µs |",
-        us(percentile(&latencies, 0.5)),
-        us(percentile(&latencies, 0.1)),
-        us(percentile(&latencies, 0.9))
-    );
+    row("cold start to tools/list", &starts, true);
+    row("read round trip (client-observed)", &latencies, false);
     println!("server CPU per read: {reads_cpu}");
     println!("server CPU per ping (the protocol floor): {pings_cpu}");
     println!("bare loop CPU per read (this machine's floor): {bare_cpu}");
