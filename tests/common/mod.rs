@@ -162,7 +162,6 @@ impl Gimlet {
         Self::start_with(TestClient::default(), &[]).await
     }
 
-    /// Starts with a client handler and extra arguments.
     /// Like [`Gimlet::start_with`], with this text as the config file (`--config`). The
     /// directory returned holds `config.toml` and must live as long as the server.
     pub async fn start_with_config(
@@ -178,6 +177,7 @@ impl Gimlet {
         (Self::start_with(handler, &all).await, dir)
     }
 
+    /// Starts with a client handler and extra arguments.
     pub async fn start_with(handler: TestClient, args: &[&str]) -> Self {
         let root = tempfile::Builder::new()
             .prefix("gimlet-root")

@@ -287,22 +287,24 @@ impl ToolRegistry {
             .map(|e| e.source)
     }
 
-    /// Names of the tools, enabled or not, in order.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
+    /// The tools not disabled by name, in order (whether their environment offers them is
+    /// [`DynTool::enabled`]).
+    pub fn tools(&self) -> impl Iterator<Item = &Arc<dyn DynTool>> {
         self.entries
             .iter()
-            .map(|e| e.tool.name())
-            .filter(|n| !self.disabled.contains(*n))
+            .map(|e| &e.tool)
+            .filter(|t| !self.disabled.contains(t.name()))
+    }
+
+    /// Names of the tools, enabled or not, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools().map(|t| t.name())
     }
 
     /// Runs every tool's `init`, then returns the specs of the enabled ones, in order.
     pub async fn init(&self, env: &ToolEnv) -> Vec<ToolSpec> {
         let mut specs = Vec::new();
-        for entry in &self.entries {
-            let tool = &entry.tool;
-            if self.disabled.contains(tool.name()) {
-                continue;
-            }
+        for tool in self.tools() {
             tool.init(env).await;
             let read_only_mode = env.policy().mode() == crate::Mode::ReadOnly;
             if !tool.enabled(env) || (read_only_mode && !tool.flags(None).read_only) {

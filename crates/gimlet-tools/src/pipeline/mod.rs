@@ -84,8 +84,9 @@ pub async fn run(
         return Err(CallError::UnknownTool {
             name: name.to_owned(),
             available: registry
-                .names()
-                .filter(|n| registry.get(n).is_some_and(|t| t.enabled(ctx.env())))
+                .tools()
+                .filter(|t| t.enabled(ctx.env()))
+                .map(|t| t.name())
                 .collect::<Vec<_>>()
                 .join(", "),
         });
