@@ -296,6 +296,15 @@ impl ToolRegistry {
             .filter(|t| !self.disabled.contains(t.name()))
     }
 
+    /// The tools a client is offered in this environment, in order: not disabled, enabled
+    /// ([`DynTool::enabled`]), and read-only in read-only mode. Exactly the tools of
+    /// `tools/list` (after [`ToolRegistry::init`]).
+    pub fn offered<'a>(&'a self, env: &'a ToolEnv) -> impl Iterator<Item = &'a Arc<dyn DynTool>> {
+        let read_only_mode = env.policy().mode() == crate::Mode::ReadOnly;
+        self.tools()
+            .filter(move |t| t.enabled(env) && (!read_only_mode || t.flags(None).read_only))
+    }
+
     /// Names of the tools, enabled or not, in order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.tools().map(|t| t.name())
@@ -306,10 +315,8 @@ impl ToolRegistry {
         let mut specs = Vec::new();
         for tool in self.tools() {
             tool.init(env).await;
-            let read_only_mode = env.policy().mode() == crate::Mode::ReadOnly;
-            if !tool.enabled(env) || (read_only_mode && !tool.flags(None).read_only) {
-                continue;
-            }
+        }
+        for tool in self.offered(env) {
             specs.push(ToolSpec {
                 name: tool.name().to_owned(),
                 title: tool.title().to_owned(),

@@ -84,8 +84,7 @@ pub async fn run(
         return Err(CallError::UnknownTool {
             name: name.to_owned(),
             available: registry
-                .tools()
-                .filter(|t| t.enabled(ctx.env()))
+                .offered(ctx.env())
                 .map(|t| t.name())
                 .collect::<Vec<_>>()
                 .join(", "),

@@ -506,6 +506,17 @@ async fn read_only_mode_refuses_mutating_tools_even_when_called_by_name() {
         .unwrap_err();
     assert!(err.to_string().contains("read-only mode"), "{err}");
     assert!(!ws.root().join("a.txt").exists());
+    // The alternatives to an unknown tool are the tools offered: no mutating ones.
+    let err = run(&ws.registry, "nope", json!({}), &ws.ctx())
+        .await
+        .unwrap_err()
+        .to_string();
+    let (_, listed) = err.split_once("available tools: ").expect("a list");
+    let listed: Vec<&str> = listed.split(", ").collect();
+    assert!(
+        listed.contains(&"read") && !listed.contains(&"write") && !listed.contains(&"edit"),
+        "{err}"
+    );
     let lines = audit_lines(&log);
     assert_eq!(
         lines[1]["decision"],
