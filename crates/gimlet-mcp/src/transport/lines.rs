@@ -213,10 +213,8 @@ fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D:
 /// The direct decoder. `None` for anything but a well-formed `tools/call`, which then takes
 /// rmcp's path (and gets rmcp's answer if it is malformed).
 fn decode_call(body: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
-    const METHOD: &[u8] = b"\"tools/call\"";
-    if !body.windows(METHOD.len()).any(|w| w == METHOD) {
-        return None;
-    }
+    // A cheap look before parsing: most other messages never name the method.
+    memchr::memmem::find(body, b"\"tools/call\"")?;
     let message: CallMessage<'_> = serde_json::from_slice(body).ok()?;
     if message.method != "tools/call" || message.result || message.error {
         return None;
