@@ -258,6 +258,56 @@ async fn off_loopback_a_token_is_required_and_sessions_are_capped() {
 }
 
 #[tokio::test]
+async fn a_delete_ends_the_session_with_200_and_frees_its_place() {
+    let server = HttpGimlet::start(&["--max-sessions", "1"]).await;
+    let client = http_client();
+    let opened = client
+        .post(&server.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(INITIALIZE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status().as_u16(), 200);
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        raw_initialize(&server.url, &[], INITIALIZE.into()).await,
+        503,
+        "the one place is taken"
+    );
+
+    let ended = client
+        .delete(&server.url)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    // What the SDKs' own servers answer; the Python client logs 202 as a failed end.
+    assert_eq!(ended.status().as_u16(), 200);
+    let ping = client
+        .post(&server.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ping.status().as_u16(), 404, "the session is gone");
+    assert_eq!(
+        raw_initialize(&server.url, &[], INITIALIZE.into()).await,
+        200,
+        "its place is free again"
+    );
+}
+
+#[tokio::test]
 async fn long_commands_report_progress_and_cancelling_kills_them() {
     let server = HttpGimlet::start(&[]).await;
     let handler = TestClient::default();

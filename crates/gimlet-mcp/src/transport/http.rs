@@ -8,7 +8,7 @@
 //!   read in full within [`HttpConfig::body_timeout`] (408) and at most
 //!   [`HttpConfig::max_body_bytes`] (413);
 //! - rmcp: the `Host` allowlist and the `Origin` allowlist (403), sessions (`Mcp-Session-Id`,
-//!   idle expiry), the protocol headers.
+//!   idle expiry, `DELETE` to end one: 200, as the SDKs' servers answer), the protocol headers.
 //!
 //! Session clients (`initialize`) get one [`GimletServer`] and one [`gimlet_tools::Session`]
 //! per MCP session. 2026-07-28 clients are stateless: each request gets a fresh handler, and the
@@ -298,7 +298,14 @@ async fn guard(State(guard): State<Guard>, mut request: Request, next: Next) -> 
         };
         request = Request::from_parts(parts, Body::from(bytes));
     }
-    next.run(request).await
+    let ending_a_session = request.method() == Method::DELETE;
+    let mut response = next.run(request).await;
+    if ending_a_session && response.status() == StatusCode::ACCEPTED {
+        // rmcp answers a DELETE that ends a session with 202. The SDKs' own servers answer
+        // 200, and the Python SDK's client logs anything but 200 or 204 as a failed end.
+        *response.status_mut() = StatusCode::OK;
+    }
+    response
 }
 
 enum BodyError {
