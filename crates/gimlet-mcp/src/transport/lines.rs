@@ -11,8 +11,9 @@
 //! with Invalid Request.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
+use memchr::memmem;
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientRequest, ErrorData, JsonRpcMessage,
@@ -213,8 +214,11 @@ fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D:
 /// The direct decoder. `None` for anything but a well-formed `tools/call`, which then takes
 /// rmcp's path (and gets rmcp's answer if it is malformed).
 fn decode_call(body: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
-    // A cheap look before parsing: most other messages never name the method.
-    memchr::memmem::find(body, b"\"tools/call\"")?;
+    // A cheap look before parsing: most other messages never name the method. The searcher
+    // is built once, not per message.
+    static METHOD: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"\"tools/call\""));
+    METHOD.find(body)?;
     let message: CallMessage<'_> = serde_json::from_slice(body).ok()?;
     if message.method != "tools/call" || message.result || message.error {
         return None;
