@@ -152,6 +152,7 @@ fn list(args: &LsArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         ignores: inherited,
     }]);
     let mut shown = 0usize;
+    let mut left_out = 0usize;
     let mut stopped = false;
     while let Some(pending) = queue.pop_front() {
         if ctx.is_cancelled() {
@@ -166,7 +167,8 @@ fn list(args: &LsArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         if let Some(local) = local_ignores(&pending.fd, &abs) {
             ignores.push(Arc::new(local));
         }
-        let mut entries = read_entries(&pending.fd, &abs, &ignores, &user)?;
+        let (mut entries, skipped) = read_entries(&pending.fd, &abs, &ignores, &user)?;
+        left_out += skipped;
         entries.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
         let room = limit - shown;
         let hidden = entries.len().saturating_sub(room);
@@ -197,7 +199,7 @@ fn list(args: &LsArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     }
     stopped |= !queue.is_empty();
     let display = resolved.display();
-    let text = render(&display, &tree, shown, limit, stopped);
+    let text = render(&display, &tree, shown, left_out, limit, stopped);
     Ok(ToolOutput::text(text)
         .with_title(display.clone())
         .with_structured(json!({"path": display, "entries": shown, "truncated": stopped})))
@@ -296,15 +298,17 @@ fn is_ignored(ignores: &[Arc<Gitignore>], user: &Gitignore, path: &Path, is_dir:
     false
 }
 
+/// A directory's entries, and how many of them the ignore rules left out.
 fn read_entries(
     dir: &OwnedFd,
     abs: &Path,
     ignores: &[Arc<Gitignore>],
     user: &Gitignore,
-) -> Result<Vec<Entry>, ToolError> {
+) -> Result<(Vec<Entry>, usize), ToolError> {
     let reader = rustix::fs::Dir::read_from(dir)
         .map_err(|e| ToolError::io(format!("listing {}", abs.display()), e.into()))?;
     let mut entries = Vec::new();
+    let mut left_out = 0;
     for item in reader {
         let Ok(item) = item else { continue };
         let name = OsString::from_vec(item.file_name().to_bytes().to_vec());
@@ -320,6 +324,7 @@ fn read_entries(
         };
         let path = abs.join(&name);
         if is_ignored(ignores, user, &path, kind == Kind::Dir) {
+            left_out += 1;
             continue;
         }
         entries.push(Entry {
@@ -331,7 +336,7 @@ fn read_entries(
             break;
         }
     }
-    Ok(entries)
+    Ok((entries, left_out))
 }
 
 fn kind_of(file_type: FileType) -> Kind {
@@ -347,6 +352,7 @@ fn render(
     display: &str,
     tree: &BTreeMap<PathBuf, Vec<Entry>>,
     shown: usize,
+    left_out: usize,
     limit: usize,
     stopped: bool,
 ) -> String {
@@ -359,13 +365,20 @@ fn render(
     out.push_str(&header);
     out.push('\n');
     render_dir(&mut out, tree, Path::new(""), 1);
-    if shown == 0 {
+    if shown == 0 && left_out == 0 {
         out.push_str("  (empty directory)\n");
+    } else if shown == 0 {
+        // Not "empty": the entries are there, the ignore rules hid them.
+        out.push_str(&format!(
+            "  (nothing to show: {} ignored by .gitignore, .ignore or the `ignore` patterns)\n",
+            count_entries(left_out)
+        ));
     }
     if stopped {
         out.push_str(&format!(
-            "\n[Listing stopped at {limit} entries; directories marked `...` were not listed in \
-             full. Call `ls` on a subdirectory, or raise `limit`.]\n"
+            "\n[Listing stopped at {}; directories marked `...` were not listed in full. Call \
+             `ls` on a subdirectory, or raise `limit`.]\n",
+            count_entries(limit)
         ));
     }
     out
@@ -388,6 +401,15 @@ fn render_dir(out: &mut String, tree: &BTreeMap<PathBuf, Vec<Entry>>, rel: &Path
         if entry.kind == Kind::Dir {
             render_dir(out, tree, &rel.join(&entry.name), depth + 1);
         }
+    }
+}
+
+/// "1 entry", "2 entries".
+fn count_entries(n: usize) -> String {
+    if n == 1 {
+        String::from("1 entry")
+    } else {
+        format!("{n} entries")
     }
 }
 

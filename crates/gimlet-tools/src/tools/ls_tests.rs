@@ -106,6 +106,25 @@ async fn errors_are_clear() {
 }
 
 #[tokio::test]
+async fn a_directory_whose_entries_are_all_ignored_is_not_called_empty() {
+    let ws = sample();
+    assert_eq!(
+        ws.text("ls", json!({"path": "src/tools", "ignore": ["*.rs"]}))
+            .await,
+        "src/tools/\n  (nothing to show: 2 entries ignored by .gitignore, .ignore or the \
+         `ignore` patterns)\n"
+    );
+    ws.write("logs/debug.log", "");
+    assert_eq!(
+        ws.text("ls", json!({"path": "logs"})).await,
+        "logs/\n  (nothing to show: 1 entry ignored by .gitignore, .ignore or the `ignore` \
+         patterns)\n"
+    );
+    let text = ws.text("ls", json!({"limit": 1})).await;
+    assert!(text.contains("[Listing stopped at 1 entry;"), "{text}");
+}
+
+#[tokio::test]
 async fn listing_never_leaves_the_roots() {
     let ws = sample();
     std::fs::write(ws.outside().join("secret-name.txt"), "").unwrap();
