@@ -67,5 +67,5 @@ pub use error::ToolError;
 pub use permission::{Access, Approval, AskRequest, Mode, Permission, Policy, Rule, RuleAction};
 pub use registry::{DynTool, ToolRegistry, ToolSource, ToolSpec};
 pub use tool::{
-    Content, InterruptBehavior, OutputLimits, Tool, ToolFlags, ToolOutput, TruncationMode,
+    Content, FilePage, InterruptBehavior, OutputLimits, Tool, ToolFlags, ToolOutput, TruncationMode,
 };

@@ -139,6 +139,18 @@ pub enum Content {
     },
 }
 
+/// A page of a file's lines, as a text output shows it: the output starts with line `first`
+/// and its lines up to `last` are the file's, one output line each (a footer may follow).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FilePage {
+    /// The file's line shown first (1-based).
+    pub first: usize,
+    /// The file's line shown last.
+    pub last: usize,
+    /// The lines in the file.
+    pub total: usize,
+}
+
 /// The result of a successful call.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolOutput {
@@ -153,9 +165,10 @@ pub struct ToolOutput {
     /// The output reports a failure the model should notice (e.g. a command that exited
     /// non-zero) although the call itself worked.
     pub is_error: bool,
-    /// The line number, in the underlying file, of the first line of text output. When the
-    /// pipeline cuts a head, it uses it to say which `offset` continues.
-    pub first_line: Option<usize>,
+    /// For an output that shows a page of a file's lines (`read`): where the page sits in
+    /// the file. When the pipeline cuts a head, it counts in file lines and says which
+    /// `offset` continues.
+    pub page: Option<FilePage>,
     /// Set by the truncation stage when it cut anything.
     pub truncated: Option<crate::pipeline::Truncation>,
 }

@@ -8,7 +8,7 @@
 
 use crate::output::LongText;
 use crate::spill::{SpillFile, SpillStore};
-use crate::tool::{Content, OutputLimits, ToolOutput, TruncationMode};
+use crate::tool::{Content, FilePage, OutputLimits, ToolOutput, TruncationMode};
 
 /// Lines kept free for the notice (a blank line and the notice) and the middle marker.
 const NOTICE_LINES: usize = 4;
@@ -205,7 +205,7 @@ pub(super) fn apply(
             limits,
             &truncation.cut,
             truncation.spill.as_ref(),
-            output.first_line,
+            output.page,
         );
         *block = Content::Text(match limits.mode {
             TruncationMode::Tail => format!("{notice}\n\n{shown}"),
@@ -365,25 +365,44 @@ fn notice(
     limits: OutputLimits,
     cut: &Cut,
     spill: Option<&SpillFile>,
-    first_line: Option<usize>,
+    page: Option<FilePage>,
 ) -> String {
-    let shown = match limits.mode {
-        TruncationMode::Head => {
+    // A page of a file counts in the file's lines: the lines kept whole, up to the page's
+    // last (the footer after it is no line of the file), and where to go on.
+    let page = page
+        .filter(|_| limits.mode == TruncationMode::Head)
+        .map(|page| {
+            let whole = cut.head_lines - usize::from(cut.partial_line);
+            let last = (page.first + whole).saturating_sub(1).min(page.last);
+            (page, last)
+        });
+    let shown = match (limits.mode, page) {
+        (_, Some((page, last))) if last >= page.first => {
+            format!("showing lines {}-{last} of {}", page.first, page.total)
+        }
+        (_, Some((page, _))) => {
+            format!("showing part of line {} of {}", page.first, page.total)
+        }
+        (TruncationMode::Head, None) => {
             format!("showing lines 1-{} of {}", cut.head_lines, cut.total_lines)
         }
-        TruncationMode::Tail => {
+        (TruncationMode::Tail, None) => {
             format!(
                 "showing the last {} of {} lines",
                 cut.tail_lines, cut.total_lines
             )
         }
-        TruncationMode::HeadTail => format!(
+        (TruncationMode::HeadTail, None) => format!(
             "showing the first {} and the last {} of {} lines",
             cut.head_lines, cut.tail_lines, cut.total_lines
         ),
     };
     let limit = if cut.total_bytes > limits.max_bytes {
-        format!("{} KiB limit", limits.max_bytes / 1024)
+        if limits.max_bytes.is_multiple_of(1024) {
+            format!("{} KiB limit", limits.max_bytes / 1024)
+        } else {
+            format!("{} byte limit", limits.max_bytes)
+        }
     } else {
         format!("{} line limit", limits.max_lines)
     };
@@ -401,12 +420,15 @@ fn notice(
         None => String::from("The full output could not be saved"),
     };
     where_full.push('.');
-    let next = match (limits.mode, first_line) {
-        (TruncationMode::Head, Some(first)) => {
-            let continue_at = first + cut.head_lines - usize::from(cut.partial_line);
+    let next = match page {
+        Some((page, last)) if last < page.total => {
+            // A line cut inside is shown again from its start.
+            let continue_at = last.max(page.first.saturating_sub(1)) + 1;
             format!(" Use offset={continue_at} to continue.")
         }
-        (_, _) if spill.is_some() => {
+        // Only the footer was cut: the file was shown to its end.
+        Some(_) => String::new(),
+        None if spill.is_some() => {
             String::from(" Read that file with an offset to see the rest, or narrow the call.")
         }
         _ => String::from(" Narrow the call to see the rest."),

@@ -80,12 +80,40 @@ fn one_huge_line_is_cut_at_a_char_boundary() {
 }
 
 #[test]
+fn a_page_whose_footer_alone_is_cut_says_the_file_was_shown_to_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let spill = SpillStore::open(dir.path()).unwrap();
+    let footer = format!("[f: lines 1-10 of 10, {}]", "a long note ".repeat(100));
+    let mut output = ToolOutput::text(format!("{}\n{footer}", numbered(10)));
+    output.page = Some(FilePage {
+        first: 1,
+        last: 10,
+        total: 10,
+    });
+    // The ten lines and the blank line fit; the long footer does not.
+    let output = apply(output, limits(100, 1000, TruncationMode::Head), &spill);
+    let text = output.joined_text();
+    assert!(text.starts_with(&format!("{}\n", numbered(10))), "{text}");
+    let notice = text.lines().last().unwrap();
+    assert!(
+        notice.starts_with("[Output truncated: showing lines 1-10 of 10 (1000 byte limit)."),
+        "{notice}"
+    );
+    assert!(!notice.contains("offset="), "{notice}");
+}
+
+#[test]
 fn apply_saves_the_full_output_links_it_and_says_how_to_continue() {
     let dir = tempfile::tempdir().unwrap();
     let spill = SpillStore::open(dir.path()).unwrap();
     let full = numbered(3000);
     let mut output = ToolOutput::text(full.clone());
-    output.first_line = Some(101);
+    // Lines 101-3100 of a 5000-line file.
+    output.page = Some(FilePage {
+        first: 101,
+        last: 3100,
+        total: 5000,
+    });
     let output = apply(
         output,
         limits(2000, 1_000_000, TruncationMode::Head),
@@ -97,7 +125,7 @@ fn apply_saves_the_full_output_links_it_and_says_how_to_continue() {
     let text = output.joined_text();
     let last = text.lines().last().unwrap();
     assert!(
-        last.starts_with("[Output truncated: showing lines 1-1996 of 3000 (2000 line limit)."),
+        last.starts_with("[Output truncated: showing lines 101-2096 of 5000 (2000 line limit)."),
         "{last}"
     );
     assert!(last.contains(&file.path.display().to_string()), "{last}");

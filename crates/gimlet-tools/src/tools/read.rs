@@ -14,7 +14,7 @@ use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::fs::{ContentHash, FileStamp, Hasher, ResolvedPath};
 use crate::permission::Access;
-use crate::tool::{Content, OutputLimits, Tool, ToolFlags, ToolOutput};
+use crate::tool::{Content, FilePage, OutputLimits, Tool, ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("read.md");
 
@@ -379,7 +379,11 @@ impl Page {
                 "bytes": self.bytes,
                 "hash": self.hash.to_string(),
             }));
-        output.first_line = Some(first);
+        output.page = Some(FilePage {
+            first,
+            last: end,
+            total: self.total_lines,
+        });
         Ok(output)
     }
 }

@@ -90,6 +90,21 @@ async fn byte_limit_truncates_and_gives_the_continuing_offset() {
         "{}",
         &text[text.len() - 200..]
     );
+    // The notice counts in the file's lines, and gives the file's length (the footer that
+    // said it was cut).
+    let notice = text.lines().last().unwrap();
+    assert!(
+        notice.starts_with(&format!(
+            "[Output truncated: showing lines 10-{} of 2000 (50 KiB limit).",
+            next - 1
+        )),
+        "{notice}"
+    );
+    let last_shown = text.lines().rev().nth(2).unwrap();
+    assert!(
+        last_shown.starts_with(&format!("{:>6}\t{:04} ", next - 1, next - 1)),
+        "{last_shown}"
+    );
     assert!(text.len() <= 50 * 1024);
 }
 
