@@ -422,8 +422,12 @@ fn notice(
     where_full.push('.');
     let next = match page {
         Some((page, last)) if last < page.total => {
-            // A line cut inside is shown again from its start.
-            let continue_at = last.max(page.first.saturating_sub(1)) + 1;
+            // With no whole line shown, the line cut inside is shown again from its start.
+            let continue_at = if last >= page.first {
+                last + 1
+            } else {
+                page.first
+            };
             format!(" Use offset={continue_at} to continue.")
         }
         // Only the footer was cut: the file was shown to its end.

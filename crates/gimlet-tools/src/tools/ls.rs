@@ -370,15 +370,16 @@ fn render(
     } else if shown == 0 {
         // Not "empty": the entries are there, the ignore rules hid them.
         out.push_str(&format!(
-            "  (nothing to show: {} ignored by .gitignore, .ignore or the `ignore` patterns)\n",
-            count_entries(left_out)
+            "  (nothing to show: {left_out} {} ignored by .gitignore, .ignore or the `ignore` \
+             patterns)\n",
+            entries_word(left_out)
         ));
     }
     if stopped {
         out.push_str(&format!(
-            "\n[Listing stopped at {}; directories marked `...` were not listed in full. Call \
-             `ls` on a subdirectory, or raise `limit`.]\n",
-            count_entries(limit)
+            "\n[Listing stopped at {limit} {}; directories marked `...` were not listed in \
+             full. Call `ls` on a subdirectory, or raise `limit`.]\n",
+            entries_word(limit)
         ));
     }
     out
@@ -392,8 +393,7 @@ fn render_dir(out: &mut String, tree: &BTreeMap<PathBuf, Vec<Entry>>, rel: &Path
         let (suffix, more) = match (entry.kind, entry.hidden_children) {
             (Kind::Dir, None) => ("/", String::from(" ...")),
             (Kind::Dir, Some(0)) => ("/", String::new()),
-            (Kind::Dir, Some(1)) => ("/", String::from(" ... (1 more entry)")),
-            (Kind::Dir, Some(n)) => ("/", format!(" ... ({n} more entries)")),
+            (Kind::Dir, Some(n)) => ("/", format!(" ... ({n} more {})", entries_word(n))),
             (Kind::Symlink, _) => ("@", String::new()),
             (Kind::File | Kind::Other, _) => ("", String::new()),
         };
@@ -404,13 +404,9 @@ fn render_dir(out: &mut String, tree: &BTreeMap<PathBuf, Vec<Entry>>, rel: &Path
     }
 }
 
-/// "1 entry", "2 entries".
-fn count_entries(n: usize) -> String {
-    if n == 1 {
-        String::from("1 entry")
-    } else {
-        format!("{n} entries")
-    }
+/// "entry" or "entries", for a count of `n`.
+fn entries_word(n: usize) -> &'static str {
+    if n == 1 { "entry" } else { "entries" }
 }
 
 #[cfg(test)]
