@@ -1,11 +1,21 @@
 //! Stage 1: JSON arguments -> typed arguments, with errors that name the field.
 
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// Parses `input` as `A`. The error says which field was wrong, what was expected and what
-/// was given, e.g. ``offset: invalid type: string "ten", expected usize``.
-pub(crate) fn parse_args<A: DeserializeOwned>(tool: &str, input: Value) -> Result<A, String> {
+/// was given, e.g. ``field `offset`: invalid type: string "ten", expected a non-negative integer``.
+///
+/// Models often quote a number or a boolean (`"offset": "10"`, `"multiline": "true"`), write a
+/// whole number as `10.0`, or send an array or object as a JSON string. When the arguments do
+/// not parse as given, such values are converted where `A`'s schema wants a number, a boolean,
+/// an array or an object (never where it also accepts a string), and the arguments are parsed
+/// once more. Arguments that parse as given are never touched.
+pub(crate) fn parse_args<A: DeserializeOwned + JsonSchema>(
+    tool: &str,
+    input: Value,
+) -> Result<A, String> {
     let input = match input {
         Value::Null => Value::Object(serde_json::Map::new()),
         Value::Object(_) => input,
@@ -16,16 +26,166 @@ pub(crate) fn parse_args<A: DeserializeOwned>(tool: &str, input: Value) -> Resul
             ));
         }
     };
-    serde_path_to_error::deserialize::<_, A>(input).map_err(|err| {
-        let path = err.path().to_string();
-        let inner = err.into_inner().to_string();
-        let hint = format!("see the input schema of `{tool}` in tools/list");
-        if path == "." || path.is_empty() {
-            format!("{inner}; {hint}")
-        } else {
-            format!("field `{path}`: {inner}; {hint}")
+    let mut coerced = input.clone();
+    let first = match deserialize::<A>(input) {
+        Ok(args) => return Ok(args),
+        Err(err) => err,
+    };
+    let schema = Value::Object(crate::schema::input_schema::<A>());
+    if !coerce(&mut coerced, &schema) {
+        return Err(describe(tool, first));
+    }
+    deserialize::<A>(coerced).map_err(|err| describe(tool, err))
+}
+
+fn deserialize<A: DeserializeOwned>(
+    input: Value,
+) -> Result<A, serde_path_to_error::Error<serde_json::Error>> {
+    serde_path_to_error::deserialize::<_, A>(input)
+}
+
+fn describe(tool: &str, err: serde_path_to_error::Error<serde_json::Error>) -> String {
+    let path = err.path().to_string();
+    let inner = plain_type_names(&err.into_inner().to_string());
+    let hint = format!("see the input schema of `{tool}` in tools/list");
+    if path == "." || path.is_empty() {
+        format!("{inner}; {hint}")
+    } else {
+        format!("field `{path}`: {inner}; {hint}")
+    }
+}
+
+/// serde names Rust types (`expected usize`); a model or a user knows JSON's.
+fn plain_type_names(message: &str) -> String {
+    const NAMES: [(&str, &str); 11] = [
+        ("usize", "a non-negative integer"),
+        ("u64", "a non-negative integer"),
+        ("u32", "a non-negative integer (at most 4294967295)"),
+        ("u16", "a non-negative integer (at most 65535)"),
+        ("u8", "a non-negative integer (at most 255)"),
+        ("isize", "an integer"),
+        ("i64", "an integer"),
+        ("i32", "an integer"),
+        ("f64", "a number"),
+        ("f32", "a number"),
+        ("bool", "a boolean"),
+    ];
+    let Some(at) = message.rfind("expected ") else {
+        return message.to_owned();
+    };
+    let (head, tail) = message.split_at(at + "expected ".len());
+    let word_end = tail
+        .find(|c: char| !c.is_ascii_alphanumeric())
+        .unwrap_or(tail.len());
+    match NAMES.iter().find(|(rust, _)| *rust == &tail[..word_end]) {
+        Some((_, plain)) => format!("{head}{plain}{}", &tail[word_end..]),
+        None => message.to_owned(),
+    }
+}
+
+/// Converts, in place, the values in `value` that `schema` wants as another JSON type and that
+/// say that type unambiguously: `"10"` or `10.0` where an integer is wanted, `"2.5"` for a
+/// number, `"true"`/`"false"` for a boolean, a string holding a JSON array or object for one.
+/// Nothing is converted where the schema also accepts a string. Returns whether anything changed.
+fn coerce(value: &mut Value, schema: &Value) -> bool {
+    let types = schema_types(schema);
+    let wants = |t: &str| types.contains(&t);
+    let mut changed = false;
+    let converted = match value {
+        Value::String(text) if !wants("string") => from_string(text.trim(), &wants),
+        Value::Number(number)
+            if wants("integer") && !wants("number") && !number.is_i64() && !number.is_u64() =>
+        {
+            number.as_f64().and_then(whole_number)
         }
-    })
+        _ => None,
+    };
+    if let Some(converted) = converted {
+        *value = converted;
+        changed = true;
+    }
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::Object(properties)) = schema.get("properties") {
+                for (key, field) in map.iter_mut() {
+                    if let Some(field_schema) = properties.get(key) {
+                        changed |= coerce(field, field_schema);
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for item in items {
+                    changed |= coerce(item, item_schema);
+                }
+            }
+        }
+        _ => {}
+    }
+    changed
+}
+
+fn schema_types(schema: &Value) -> Vec<&str> {
+    match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn from_string(text: &str, wants: &dyn Fn(&str) -> bool) -> Option<Value> {
+    if wants("integer") {
+        if let Ok(n) = text.parse::<i64>() {
+            return Some(Value::from(n));
+        }
+        if let Ok(n) = text.parse::<u64>() {
+            return Some(Value::from(n));
+        }
+    }
+    if wants("number")
+        && let Some(n) = text.parse::<f64>().ok().filter(|n| n.is_finite())
+    {
+        return serde_json::Number::from_f64(n).map(Value::Number);
+    }
+    if wants("integer")
+        && let Some(whole) = text.parse::<f64>().ok().and_then(whole_number)
+    {
+        return Some(whole);
+    }
+    if wants("boolean") {
+        match text {
+            "true" => return Some(Value::Bool(true)),
+            "false" => return Some(Value::Bool(false)),
+            _ => {}
+        }
+    }
+    if (wants("array") && text.starts_with('[')) || (wants("object") && text.starts_with('{')) {
+        return serde_json::from_str::<Value>(text)
+            .ok()
+            .filter(|v| (v.is_array() && wants("array")) || (v.is_object() && wants("object")));
+    }
+    None
+}
+
+/// `n` as a JSON integer when it is a whole number that an `i64` or a `u64` holds exactly.
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_precision_loss,
+    reason = "range-checked just before; a whole f64 in range converts exactly"
+)]
+fn whole_number(n: f64) -> Option<Value> {
+    if n.fract() != 0.0 || !n.is_finite() {
+        return None;
+    }
+    if n >= 0.0 && n < u64::MAX as f64 {
+        Some(Value::from(n as u64))
+    } else if n < 0.0 && n >= i64::MIN as f64 {
+        Some(Value::from(n as i64))
+    } else {
+        None
+    }
 }
 
 fn kind_of(value: &Value) -> &'static str {
@@ -46,7 +206,7 @@ mod tests {
 
     use super::*;
 
-    #[derive(Debug, Deserialize, PartialEq)]
+    #[derive(Debug, Deserialize, PartialEq, JsonSchema)]
     #[serde(deny_unknown_fields)]
     struct Args {
         path: String,
@@ -54,9 +214,39 @@ mod tests {
         edits: Option<Vec<Edit>>,
     }
 
-    #[derive(Debug, Deserialize, PartialEq)]
+    #[derive(Debug, Deserialize, PartialEq, JsonSchema)]
     struct Edit {
         old: String,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Loose {
+        count: Option<u32>,
+        delta: Option<i64>,
+        ratio: Option<f64>,
+        flag: Option<bool>,
+        name: Option<String>,
+        items: Option<Vec<Item>>,
+        choice: Option<Choice>,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Item {
+        size: u64,
+        done: bool,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq, JsonSchema)]
+    #[serde(rename_all = "snake_case")]
+    enum Choice {
+        One,
+        Two,
+    }
+
+    fn loose(input: Value) -> Result<Loose, String> {
+        parse_args::<Loose>("demo", input)
     }
 
     fn parse(input: Value) -> Result<Args, String> {
@@ -83,7 +273,117 @@ mod tests {
             err.starts_with("field `offset`: invalid type: string \"ten\""),
             "{err}"
         );
-        assert!(err.contains("expected usize"), "{err}");
+        assert!(err.contains("expected a non-negative integer;"), "{err}");
+        let err = parse(json!({"path": "a", "offset": -1})).unwrap_err();
+        assert!(
+            err.starts_with(
+                "field `offset`: invalid value: integer `-1`, expected a non-negative integer;"
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn rust_type_names_become_json_ones() {
+        assert_eq!(
+            plain_type_names("invalid type: string \"x\", expected u32"),
+            "invalid type: string \"x\", expected a non-negative integer (at most 4294967295)"
+        );
+        assert_eq!(
+            plain_type_names("invalid type: null, expected f64 here"),
+            "invalid type: null, expected a number here"
+        );
+        // Only whole words, only after "expected".
+        assert_eq!(
+            plain_type_names("invalid type: string \"u8\", expected u8x"),
+            "invalid type: string \"u8\", expected u8x"
+        );
+        assert_eq!(
+            plain_type_names("missing field `usize`"),
+            "missing field `usize`"
+        );
+    }
+
+    #[test]
+    fn quoted_numbers_and_booleans_are_taken_where_the_schema_wants_them() {
+        let args = loose(json!({
+            "count": "7", "delta": " -3 ", "ratio": "2.5", "flag": "true",
+            "items": [{"size": "10", "done": "false"}],
+        }))
+        .unwrap();
+        assert_eq!(args.count, Some(7));
+        assert_eq!(args.delta, Some(-3));
+        assert_eq!(args.ratio, Some(2.5));
+        assert_eq!(args.flag, Some(true));
+        assert_eq!(
+            args.items,
+            Some(vec![Item {
+                size: 10,
+                done: false
+            }])
+        );
+    }
+
+    #[test]
+    fn whole_floats_become_integers_and_fractions_do_not() {
+        assert_eq!(loose(json!({"count": 5.0})).unwrap().count, Some(5));
+        assert_eq!(loose(json!({"delta": "-4.0"})).unwrap().delta, Some(-4));
+        let err = loose(json!({"count": 5.5})).unwrap_err();
+        assert!(
+            err.starts_with("field `count`: invalid type: floating point `5.5`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_json_string_is_taken_where_an_array_is_wanted() {
+        let args = loose(json!({"items": "[{\"size\": 1, \"done\": true}]"})).unwrap();
+        assert_eq!(
+            args.items,
+            Some(vec![Item {
+                size: 1,
+                done: true
+            }])
+        );
+        let err = loose(json!({"items": "[not json"})).unwrap_err();
+        assert!(
+            err.starts_with("field `items`: invalid type: string"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn strings_stay_strings_and_nonsense_still_fails() {
+        // A string field keeps a numeric-looking value as it is.
+        assert_eq!(
+            loose(json!({"name": "42"})).unwrap().name.as_deref(),
+            Some("42")
+        );
+        assert_eq!(
+            loose(json!({"choice": "two"})).unwrap().choice,
+            Some(Choice::Two)
+        );
+        for (input, start) in [
+            (
+                json!({"count": "seven"}),
+                "field `count`: invalid type: string \"seven\"",
+            ),
+            (
+                json!({"flag": "yes"}),
+                "field `flag`: invalid type: string \"yes\"",
+            ),
+            (
+                json!({"count": "-1"}),
+                "field `count`: invalid value: integer `-1`",
+            ),
+            (
+                json!({"count": "1", "nope": 1}),
+                "field `nope`: unknown field `nope`",
+            ),
+        ] {
+            let err = loose(input).unwrap_err();
+            assert!(err.starts_with(start), "{err}");
+        }
     }
 
     #[test]

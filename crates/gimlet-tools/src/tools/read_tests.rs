@@ -52,6 +52,14 @@ async fn offset_and_limit_page_through_a_file_and_say_how_to_continue() {
             .await
             .starts_with("     1\tline 1")
     );
+    // Quoted and whole-float numbers, as models send them, mean the same page.
+    let quoted = ws
+        .text(
+            "read",
+            json!({"path": "ten.txt", "offset": "4", "limit": 3.0}),
+        )
+        .await;
+    assert_eq!(quoted, text);
 }
 
 #[tokio::test]
