@@ -260,14 +260,13 @@ pub(crate) fn report(
     distinct.dedup();
     let summary = if created {
         format!(
-            "Created `{display}` ({} lines). Hash {hash_text}.",
-            after.normalized().lines().count()
+            "Created `{display}` ({}). Hash {hash_text}.",
+            super::counted(after.normalized().lines().count(), "line", "lines")
         )
     } else {
         format!(
-            "Edited `{display}`: {} replacement{} ({}). +{} -{} lines. New hash {hash_text}.",
-            planned.replacements,
-            if planned.replacements == 1 { "" } else { "s" },
+            "Edited `{display}`: {} ({}). +{} -{} lines. New hash {hash_text}.",
+            super::counted(planned.replacements, "replacement", "replacements"),
             distinct.join("; "),
             stats.added,
             stats.removed

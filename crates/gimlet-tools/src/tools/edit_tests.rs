@@ -191,12 +191,16 @@ async fn expected_hash_is_the_guard_without_a_read() {
 #[tokio::test]
 async fn creating_files_and_keeping_modes() {
     let ws = TestWorkspace::new();
-    ws.call(
-        "edit",
-        json!({"path": "new/dir/file.txt", "old_string": "", "new_string": "hello\n"}),
-    )
-    .await
-    .unwrap();
+    let out = ws
+        .text(
+            "edit",
+            json!({"path": "new/dir/file.txt", "old_string": "", "new_string": "hello\n"}),
+        )
+        .await;
+    assert!(
+        out.starts_with("Created `new/dir/file.txt` (1 line)."),
+        "{out}"
+    );
     assert_eq!(
         std::fs::read_to_string(ws.root().join("new/dir/file.txt")).unwrap(),
         "hello\n"
@@ -302,6 +306,13 @@ async fn write_creates_replaces_in_style_and_refuses_the_unseen() {
         .await;
     assert!(
         out.starts_with("Created `deep/er/new.txt` (2 lines, 4 bytes)."),
+        "{out}"
+    );
+    let out = ws
+        .text("write", json!({"path": "one.txt", "content": "x"}))
+        .await;
+    assert!(
+        out.starts_with("Created `one.txt` (1 line, 1 byte)."),
         "{out}"
     );
     let crlf = ws.write("win.txt", "\u{feff}old\r\n");

@@ -117,12 +117,28 @@ impl GrepArgs {
             builder.line_terminator(Some(b'\n'));
         }
         builder.build(&self.pattern).map_err(|e| {
-            let hint = if self.fixed_strings.unwrap_or(false) {
-                ""
-            } else {
-                " (for a literal, set `fixed_strings`)"
-            };
-            ToolError::invalid(format!("`pattern` is not a valid regex{hint}:\n{e}"))
+            if !multiline && e.to_string().contains("is not allowed in a regex") {
+                // The line terminator is banned from a line-by-line search.
+                return ToolError::invalid(
+                    "`pattern` matches a line break, and without `multiline` every match stays \
+                     within one line; set `multiline: true` to match across lines",
+                );
+            }
+            if self.fixed_strings.unwrap_or(false) {
+                return ToolError::invalid(format!("`pattern` cannot be searched for:\n{e}"));
+            }
+            // grep-regex reports syntax errors against the pattern wrapped as `(?:...)`; the
+            // regex crate's parser (the same one) points into the pattern as it was given.
+            let syntax = regex::RegexBuilder::new(&self.pattern)
+                .case_insensitive(self.case_insensitive.unwrap_or(false))
+                .multi_line(true)
+                .dot_matches_new_line(multiline)
+                .build()
+                .err();
+            let e = syntax.map_or_else(|| e.to_string(), |syntax| syntax.to_string());
+            ToolError::invalid(format!(
+                "`pattern` is not a valid regex (for a literal, set `fixed_strings`):\n{e}"
+            ))
         })
     }
 }

@@ -216,6 +216,23 @@ async fn errors_are_clear() {
             && err.contains("unclosed group"),
         "{err}"
     );
+    for pattern in [
+        json!({"pattern": "a\nb"}),
+        json!({"pattern": "a\\nb"}),
+        json!({"pattern": "a\nb", "fixed_strings": true}),
+    ] {
+        let err = ws.error("grep", pattern).await;
+        assert!(
+            err.contains("set `multiline: true` to match across lines"),
+            "{err}"
+        );
+    }
+    // The caret points into the pattern as the caller wrote it.
+    let err = ws.error("grep", json!({"pattern": "a[z"})).await;
+    assert!(
+        err.contains("\n    a[z\n     ^\n") && !err.contains("(?:"),
+        "{err}"
+    );
     let err = ws
         .error("grep", json!({"pattern": "x", "type": "nonsense"}))
         .await;

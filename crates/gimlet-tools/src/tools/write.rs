@@ -106,32 +106,50 @@ impl Tool for WriteTool {
             let display = loaded.resolved.display();
             if !created && loaded.bytes.as_deref() == Some(after.as_bytes()) {
                 let hash = loaded.hash.map(|h| h.to_string()).unwrap_or_default();
-                return Ok(ToolOutput::text(format!("`{display}` already has this content; nothing was written. Hash {hash}.")));
+                return Ok(ToolOutput::text(format!(
+                    "`{display}` already has this content; nothing was written. Hash {hash}."
+                )));
             }
             if created {
                 create_parents(&loaded.resolved)?;
             }
             let change = ctx.session().state::<Journal>().begin();
-            let hash = commit(&ctx, WriteTool::NAME, change, &loaded, Some(after.as_bytes()))?;
+            let hash = commit(
+                &ctx,
+                WriteTool::NAME,
+                change,
+                &loaded,
+                Some(after.as_bytes()),
+            )?;
             let hash = hash.map(|h| h.to_string()).unwrap_or_default();
             let after_doc = Document::from_text(after);
             let (diff, stats) = render_diff(&before, after_doc.normalized());
             let lines = after_doc.normalized().lines().count();
             let bytes = after_doc.original().len();
+            let size = format!(
+                "{}, {}",
+                super::counted(lines, "line", "lines"),
+                super::counted(bytes, "byte", "bytes")
+            );
             let text = if created {
-                format!("Created `{display}` ({lines} lines, {bytes} bytes). Hash {hash}.")
+                format!("Created `{display}` ({size}). Hash {hash}.")
             } else {
-                format!("Replaced `{display}` ({lines} lines, {bytes} bytes; +{} -{} lines). New hash {hash}.\n{diff}", stats.added, stats.removed)
+                format!(
+                    "Replaced `{display}` ({size}; +{} -{} lines). New hash {hash}.\n{diff}",
+                    stats.added, stats.removed
+                )
             };
-            Ok(ToolOutput::text(text).with_title(display.clone()).with_structured(json!({
-                "path": display,
-                "hash": hash,
-                "created": created,
-                "replacements": 0,
-                "match_levels": [],
-                "added": stats.added,
-                "removed": stats.removed,
-            })))
+            Ok(ToolOutput::text(text)
+                .with_title(display.clone())
+                .with_structured(json!({
+                    "path": display,
+                    "hash": hash,
+                    "created": created,
+                    "replacements": 0,
+                    "match_levels": [],
+                    "added": stats.added,
+                    "removed": stats.removed,
+                })))
         })
         .await
     }
