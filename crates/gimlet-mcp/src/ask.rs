@@ -208,9 +208,7 @@ impl Asker for ElicitationAsker {
     ) -> BoxFuture<'a, Answer> {
         Box::pin(async move {
             if !self.can_elicit() {
-                return Answer::Unavailable(String::from(
-                    "the MCP client offers no elicitation, so the user cannot be asked",
-                ));
+                return Answer::Unavailable(String::from("the MCP client offers no elicitation"));
             }
             if let Some((sealer, round)) = &self.round {
                 return round.question(question, sealer);

@@ -39,7 +39,7 @@ pub enum Answer {
     Cancelled,
     /// Nobody answered in time.
     TimedOut,
-    /// Nobody can be asked; the text says why.
+    /// Nobody can be asked; the text says why (a reason, e.g. "stdin is not a terminal").
     Unavailable(String),
     /// The transport must end this call and have the client answer first (MCP 2026-07-28).
     Pending(Box<PendingAsk>),
@@ -130,8 +130,8 @@ impl Asker for DenyAsker {
         _question: &'a Question,
         _ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Answer> {
-        let message = format!("the user cannot be asked: {}", self.why);
-        Box::pin(async move { Answer::Unavailable(message) })
+        let why = self.why.to_owned();
+        Box::pin(async move { Answer::Unavailable(why) })
     }
 }
 

@@ -580,6 +580,121 @@ impl ResolvedPath {
     }
 }
 
+impl ResolvedPath {
+    /// `err` with names that look like what was meant when it says this path does not exist:
+    /// up to three entries of the same directory with the same name in another case, the
+    /// same stem with another extension, or a name a typo or two away. Only inside a root
+    /// (nothing outside the roots is ever listed); any other error comes back as it was.
+    #[must_use]
+    pub fn with_similar_names(&self, err: PathError) -> PathError {
+        let PathError::NotFound { path, hint } = err else {
+            return err;
+        };
+        let names = if hint.is_empty() {
+            self.similar_names()
+        } else {
+            Vec::new()
+        };
+        let hint = match names.as_slice() {
+            [] => hint,
+            [one] => format!("; did you mean `{}`?", self.sibling_display(one)),
+            many => {
+                let list: Vec<String> = many
+                    .iter()
+                    .map(|n| format!("`{}`", self.sibling_display(n)))
+                    .collect();
+                format!("; similar names beside it: {}", list.join(", "))
+            }
+        };
+        PathError::NotFound { path, hint }
+    }
+
+    fn similar_names(&self) -> Vec<String> {
+        let Location::Inside { root, relative, .. } = &self.location else {
+            return Vec::new();
+        };
+        let (Some(parent), Some(wanted)) = (relative.parent(), relative.file_name()) else {
+            return Vec::new();
+        };
+        let Ok(dir) = open_beneath(
+            root.fd(),
+            parent,
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Mode::empty(),
+        ) else {
+            return Vec::new();
+        };
+        let Ok(reader) = rustix::fs::Dir::read_from(&dir) else {
+            return Vec::new();
+        };
+        let wanted = wanted.to_string_lossy();
+        let mut close: Vec<(usize, String)> = reader
+            .filter_map(Result::ok)
+            .take(MAX_SIBLINGS_SCANNED)
+            .filter_map(|entry| {
+                let name = entry.file_name().to_str().ok()?.to_owned();
+                let score = likeness(&wanted, &name)?;
+                Some((score, name))
+            })
+            .collect();
+        close.sort();
+        close.into_iter().take(3).map(|(_, name)| name).collect()
+    }
+
+    /// A sibling's name as the caller would write it: the missing path's display with the
+    /// last component replaced.
+    fn sibling_display(&self, name: &str) -> String {
+        let display = self.display();
+        match display.rfind('/') {
+            Some(at) => format!("{}{name}", &display[..=at]),
+            None => name.to_owned(),
+        }
+    }
+}
+
+/// Directory entries looked at for [`ResolvedPath::with_similar_names`], at most.
+const MAX_SIBLINGS_SCANNED: usize = 10_000;
+
+/// How much `name` looks like `wanted` (lower is closer), or `None` when it does not.
+fn likeness(wanted: &str, name: &str) -> Option<usize> {
+    if name == wanted || name == "." || name == ".." {
+        return None;
+    }
+    let (w, n) = (wanted.to_lowercase(), name.to_lowercase());
+    if w == n {
+        return Some(0);
+    }
+    let stem = |s: &str| s.split_once('.').map_or(s, |(stem, _)| stem).to_owned();
+    if !stem(&w).is_empty() && stem(&w) == stem(&n) {
+        return Some(1);
+    }
+    let distance = edit_distance(&w, &n);
+    let allowed = match w.chars().count() {
+        0..=3 => 0,
+        4..=6 => 1,
+        _ => 2,
+    };
+    (distance > 0 && distance <= allowed).then_some(1 + distance)
+}
+
+/// Levenshtein distance between two short names, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 /// A name for a non-regular file type, for messages.
 pub fn file_kind(kind: FileType) -> &'static str {
     match kind {

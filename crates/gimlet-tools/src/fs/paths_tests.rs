@@ -287,3 +287,69 @@ fn outside_paths_open_only_without_symlinks() {
     std::fs::rename(outside.with_extension("moved"), &outside).unwrap();
     assert!(matches!(err, PathError::Changed { .. }), "{err}");
 }
+
+#[test]
+fn likeness_takes_case_other_extensions_and_small_typos_only() {
+    assert_eq!(likeness("readme.md", "README.md"), Some(0));
+    assert_eq!(likeness("main.r", "main.rs"), Some(1));
+    assert_eq!(likeness("config.yaml", "config.yml"), Some(1));
+    assert_eq!(likeness("lib.rs", "lin.rs"), Some(2));
+    assert_eq!(likeness("Cargo.tom", "Cargo.toml"), Some(1));
+    assert_eq!(
+        likeness("src", "srcs"),
+        None,
+        "short names: case and extension only"
+    );
+    assert_eq!(likeness("main.rs", "main.rs"), None, "not itself");
+    assert_eq!(likeness("parser.rs", "printer.rs"), None);
+    assert_eq!(edit_distance("kitten", "sitting"), 3);
+    assert_eq!(edit_distance("", "ab"), 2);
+}
+
+#[test]
+fn a_missing_path_names_similar_entries_beside_it_and_only_inside_the_roots() {
+    let ws = TestWorkspace::new();
+    ws.write("src/main.rs", "");
+    ws.write("src/Main.java", "");
+    ws.write("src/other.rs", "");
+    let roots = roots(&ws);
+    let missing = roots.resolve("src/main.r").unwrap();
+    let err = missing.with_similar_names(PathError::NotFound {
+        path: missing.display(),
+        hint: String::new(),
+    });
+    assert_eq!(
+        err.to_string(),
+        "`src/main.r` does not exist; similar names beside it: `src/Main.java`, `src/main.rs`"
+    );
+    let missing = roots.resolve("src/othr.rs").unwrap();
+    let err = missing.with_similar_names(PathError::NotFound {
+        path: missing.display(),
+        hint: String::new(),
+    });
+    assert_eq!(
+        err.to_string(),
+        "`src/othr.rs` does not exist; did you mean `src/other.rs`?"
+    );
+    // Nothing alike, a missing directory, or another error: unchanged.
+    for path in ["src/zzz.txt", "nowhere/main.rs"] {
+        let missing = roots.resolve(path).unwrap();
+        let err = missing.with_similar_names(PathError::NotFound {
+            path: path.to_owned(),
+            hint: String::new(),
+        });
+        assert_eq!(err.to_string(), format!("`{path}` does not exist"));
+    }
+    // Outside the roots nothing is listed.
+    let outside_dir = tempfile::tempdir().unwrap();
+    std::fs::write(outside_dir.path().join("secret.txt"), "").unwrap();
+    let missing = roots
+        .resolve(outside_dir.path().join("secret.tx").to_str().unwrap())
+        .unwrap();
+    assert_outside(&missing);
+    let err = missing.with_similar_names(PathError::NotFound {
+        path: String::from("x"),
+        hint: String::new(),
+    });
+    assert_eq!(err.to_string(), "`x` does not exist");
+}

@@ -245,6 +245,24 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(no_client.contains("cannot ask the user"), "{no_client}");
+        // Nobody to ask at all (e.g. `gimlet call` without a terminal): the reason, said once.
+        let ws = TestWorkspace::new();
+        let nobody = crate::ask::DenyAsker {
+            why: "stdin is not a terminal",
+        };
+        let err = ws
+            .call_with(
+                &ws.ctx_with(Arc::new(nobody)),
+                "ask_user",
+                json!({"question": "Name?"}),
+            )
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("cannot ask the user: stdin is not a terminal. Ask your question"),
+            "{err}"
+        );
         let with_default = ask(
             Answer::Unavailable(String::from("no elicitation")),
             json!({"question": "Name?", "default": "x"}),

@@ -54,6 +54,16 @@ async fn star_does_not_cross_directories_and_limits_say_so() {
     [2 of 3 files matching `src/**/*.{rs,md}`, most recently modified first; raise `limit` or narrow the pattern to see more]
     ");
     assert_snapshot!(ws.text("glob", json!({"pattern": "*.py"})).await, @"No files match `*.py` in `.`.");
+    assert_eq!(
+        ws.error("glob", json!({"pattern": "*.rs", "path": "nowhere"}))
+            .await,
+        "`nowhere` does not exist"
+    );
+    assert_eq!(
+        ws.error("glob", json!({"pattern": "*.rs", "path": "Cargo.toml"}))
+            .await,
+        "`Cargo.toml` is a file, not a directory; give `path` a directory to search in"
+    );
     let text = ws
         .text("glob", json!({"pattern": "*.rs", "path": "src/tools"}))
         .await;

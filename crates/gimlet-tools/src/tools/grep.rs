@@ -516,7 +516,7 @@ fn is_dir(resolved: &ResolvedPath) -> Result<bool, ToolError> {
                     == rustix::fs::FileType::Directory,
             )
         }
-        Err(err) => Err(err.into()),
+        Err(err) => Err(resolved.with_similar_names(err).into()),
     }
 }
 

@@ -137,7 +137,7 @@ fn list(args: &LsArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
             PathError::NotADirectory { path } => ToolError::invalid(format!(
                 "`{path}` is a file, not a directory; use `read` to read it"
             )),
-            other => other.into(),
+            other => resolved.with_similar_names(other).into(),
         })?;
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
     let user = Arc::new(user_ignores(

@@ -87,10 +87,13 @@ async fn errors_are_clear() {
         ws.error("ls", json!({"path": "Cargo.toml"})).await,
         "`Cargo.toml` is a file, not a directory; use `read` to read it"
     );
-    assert!(
-        ws.error("ls", json!({"path": "nope"}))
-            .await
-            .contains("does not exist")
+    assert_eq!(
+        ws.error("ls", json!({"path": "nope"})).await,
+        "`nope` does not exist"
+    );
+    assert_eq!(
+        ws.error("ls", json!({"path": "SRC"})).await,
+        "`SRC` does not exist; did you mean `src`?"
     );
     assert!(
         ws.error("ls", json!({"limit": 0}))

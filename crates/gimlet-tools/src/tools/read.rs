@@ -93,7 +93,9 @@ impl Tool for ReadTool {
 
 fn read_blocking(args: &ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let resolved = ctx.resolve_allowed(&args.path)?;
-    let (mut file, meta) = resolved.open_regular()?;
+    let (mut file, meta) = resolved
+        .open_regular()
+        .map_err(|e| resolved.with_similar_names(e))?;
     // One byte more than the file has: a small file is then read whole, and its end seen,
     // with one read.
     let size = usize::try_from(meta.len()).unwrap_or(usize::MAX);

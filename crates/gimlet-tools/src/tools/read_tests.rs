@@ -179,7 +179,10 @@ async fn directories_binaries_and_fifos_get_clear_errors() {
         "`pipe` is a FIFO, not a regular file; gimlet only reads and writes regular files"
     );
     let err = ws.error("read", json!({"path": "missing.txt"})).await;
-    assert!(err.contains("`missing.txt` does not exist"), "{err}");
+    assert_eq!(err, "`missing.txt` does not exist");
+    ws.write("notes.txt", "");
+    let err = ws.error("read", json!({"path": "notes.md"})).await;
+    assert_eq!(err, "`notes.md` does not exist; did you mean `notes.txt`?");
 }
 
 #[tokio::test]
