@@ -118,7 +118,21 @@ pub(crate) fn init_logging(level: Option<&str>) {
 /// Reports a fatal error on stderr.
 pub(crate) fn report_error(err: &anyhow::Error) {
     let mut stderr = std::io::stderr().lock();
-    let _ = writeln!(stderr, "gimlet: {err:#}");
+    let _ = writeln!(stderr, "gimlet: {}", error_text(err));
+}
+
+/// An error and its causes, `: `-separated, each said once: many errors already include their
+/// source in their own message, and anyhow's `{:#}` would repeat it.
+fn error_text(err: &anyhow::Error) -> String {
+    let mut text = err.to_string();
+    for cause in err.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
 }
 
 /// `--sandbox` values.
@@ -147,6 +161,10 @@ fn config(global: &GlobalArgs) -> anyhow::Result<ConfigFile> {
         global.roots.clone()
     };
     for root in roots {
+        if !root.is_dir() {
+            // Not a usable root: opening the roots says so, clearly, right after this.
+            continue;
+        }
         let path = root.join(PROJECT_FILE);
         if let Some(project) = ConfigFile::load_if_present(&path)? {
             let ignored = config.tighten_with(project);
@@ -428,5 +446,33 @@ impl Asker for TerminalAsker {
                 _ => Answer::Declined,
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use gimlet_tools::context::EnvError;
+    use gimlet_tools::fs::PathError;
+
+    use super::error_text;
+
+    #[test]
+    fn each_cause_is_said_once() {
+        // The error a missing --root gives: each level names its source in its own message.
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory");
+        let source = PathError::Io {
+            path: String::from("/x"),
+            source: io,
+        };
+        let err = anyhow::Error::new(EnvError::Root {
+            path: String::from("/x"),
+            source,
+        });
+        assert_eq!(
+            error_text(&err),
+            "cannot use root `/x`: /x: no such directory; a root must be an existing directory"
+        );
+        let err = anyhow::anyhow!("disk on fire").context("cannot start");
+        assert_eq!(error_text(&err), "cannot start: disk on fire");
     }
 }

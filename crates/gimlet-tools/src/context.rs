@@ -204,7 +204,7 @@ pub struct ToolEnvBuilder {
 #[non_exhaustive]
 pub enum EnvError {
     /// A root could not be opened.
-    #[error("cannot use root `{path}`: {source}")]
+    #[error("cannot use root `{path}`: {source}; a root must be an existing directory")]
     Root {
         /// The root as given.
         path: String,

@@ -144,13 +144,24 @@ pub struct Root {
 impl Root {
     /// Opens a root: resolves the path (it must be an existing directory) and keeps a handle.
     pub fn open(path: &Path) -> Result<Self, PathError> {
-        let path = std::fs::canonicalize(path).map_err(|source| PathError::io(path, source))?;
+        let path = std::fs::canonicalize(path).map_err(|source| match source.kind() {
+            io::ErrorKind::NotFound => PathError::NotFound {
+                path: path.display().to_string(),
+                hint: String::new(),
+            },
+            _ => PathError::io(path, source),
+        })?;
         let fd = rustix::fs::open(
             &path,
             OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )
-        .map_err(|e| PathError::io(&path, e.into()))?;
+        .map_err(|e| match e {
+            rustix::io::Errno::NOTDIR => PathError::NotADirectory {
+                path: path.display().to_string(),
+            },
+            other => PathError::io(&path, other.into()),
+        })?;
         Ok(Self { path, fd })
     }
 

@@ -353,3 +353,17 @@ fn a_missing_path_names_similar_entries_beside_it_and_only_inside_the_roots() {
     });
     assert_eq!(err.to_string(), "`x` does not exist");
 }
+
+#[test]
+fn a_root_that_is_missing_or_a_file_says_so() {
+    let ws = TestWorkspace::new();
+    ws.write("file.txt", "");
+    let missing = ws.root().join("missing");
+    let err = Root::open(&missing).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("`{}` does not exist", missing.display())
+    );
+    let err = Root::open(&ws.root().join("file.txt")).unwrap_err();
+    assert!(matches!(err, PathError::NotADirectory { .. }), "{err}");
+}
