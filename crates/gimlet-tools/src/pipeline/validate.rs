@@ -85,14 +85,19 @@ fn plain_type_names(message: &str) -> String {
 
 /// Converts, in place, the values in `value` that `schema` wants as another JSON type and that
 /// say that type unambiguously: `"10"` or `10.0` where an integer is wanted, `"2.5"` for a
-/// number, `"true"`/`"false"` for a boolean, a string holding a JSON array or object for one.
-/// Nothing is converted where the schema also accepts a string. Returns whether anything changed.
+/// number, `"true"`/`"false"` for a boolean, a string holding a JSON array or object for one,
+/// and a lone string where a list of strings is wanted. Nothing is converted where the schema also accepts a string. Returns whether anything changed.
 fn coerce(value: &mut Value, schema: &Value) -> bool {
     let types = schema_types(schema);
     let wants = |t: &str| types.contains(&t);
     let mut changed = false;
     let converted = match value {
-        Value::String(text) if !wants("string") => from_string(text.trim(), &wants),
+        Value::String(text) if !wants("string") => from_string(text.trim(), &wants).or_else(|| {
+            // One string where a list of strings is wanted: a list of one.
+            let items = schema.get("items").map(schema_types).unwrap_or_default();
+            (wants("array") && items.contains(&"string"))
+                .then(|| Value::Array(vec![Value::String(text.clone())]))
+        }),
         Value::Number(number)
             if wants("integer") && !wants("number") && !number.is_i64() && !number.is_u64() =>
         {
@@ -222,6 +227,7 @@ mod tests {
     #[derive(Debug, Deserialize, PartialEq, JsonSchema)]
     #[serde(deny_unknown_fields)]
     struct Loose {
+        tags: Option<Vec<String>>,
         count: Option<u32>,
         delta: Option<i64>,
         ratio: Option<f64>,
@@ -344,6 +350,14 @@ mod tests {
                 size: 1,
                 done: true
             }])
+        );
+        assert_eq!(
+            loose(json!({"tags": "target"})).unwrap().tags,
+            Some(vec![String::from("target")])
+        );
+        assert_eq!(
+            loose(json!({"tags": "[\"a\", \"b\"]"})).unwrap().tags,
+            Some(vec![String::from("a"), String::from("b")])
         );
         let err = loose(json!({"items": "[not json"})).unwrap_err();
         assert!(
