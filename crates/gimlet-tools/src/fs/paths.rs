@@ -666,7 +666,9 @@ impl ResolvedPath {
 /// Directory entries looked at for [`ResolvedPath::with_similar_names`], at most.
 const MAX_SIBLINGS_SCANNED: usize = 10_000;
 
-/// How much `name` looks like `wanted` (lower is closer), or `None` when it does not.
+/// How much `name` looks like `wanted` (lower is closer), or `None` when it does not: the
+/// same name in another case, the same stem, or (for names of four characters and more)
+/// at least 80% of the characters in common, as `similar` counts them.
 fn likeness(wanted: &str, name: &str) -> Option<usize> {
     if name == wanted || name == "." || name == ".." {
         return None;
@@ -679,31 +681,16 @@ fn likeness(wanted: &str, name: &str) -> Option<usize> {
     if !stem(&w).is_empty() && stem(&w) == stem(&n) {
         return Some(1);
     }
-    let distance = edit_distance(&w, &n);
-    let allowed = match w.chars().count() {
-        0..=3 => 0,
-        4..=6 => 1,
-        _ => 2,
-    };
-    (distance > 0 && distance <= allowed).then_some(1 + distance)
-}
-
-/// Levenshtein distance between two short names, in characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
-        }
+    if w.chars().count() < 4 {
+        return None;
     }
-    row[b.len()]
+    let ratio = similar::TextDiff::from_chars(w.as_str(), n.as_str()).ratio();
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "a ratio in 0..=1 times 100"
+    )]
+    (ratio >= 0.8).then(|| 2 + ((1.0 - ratio) * 100.0) as usize)
 }
 
 /// A name for a non-regular file type, for messages.
