@@ -26,20 +26,22 @@ pub(crate) fn parse_args<A: DeserializeOwned + JsonSchema>(
             ));
         }
     };
-    let mut coerced = input.clone();
-    let first = match deserialize::<A>(input) {
+    // Read from a borrow: the arguments stay whole for a second try, without a copy of them
+    // on every call.
+    let first = match deserialize::<A>(&input) {
         Ok(args) => return Ok(args),
         Err(err) => err,
     };
+    let mut coerced = input;
     let schema = Value::Object(crate::schema::input_schema::<A>());
     if !coerce(&mut coerced, &schema) {
         return Err(describe(tool, first));
     }
-    deserialize::<A>(coerced).map_err(|err| describe(tool, err))
+    deserialize::<A>(&coerced).map_err(|err| describe(tool, err))
 }
 
 fn deserialize<A: DeserializeOwned>(
-    input: Value,
+    input: &Value,
 ) -> Result<A, serde_path_to_error::Error<serde_json::Error>> {
     serde_path_to_error::deserialize::<_, A>(input)
 }
