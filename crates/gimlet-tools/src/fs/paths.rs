@@ -237,7 +237,14 @@ impl RootSet {
         } else {
             given
         };
-        let (resolved, exists) = resolve_components(first.path(), given)?;
+        let (resolved, exists) =
+            resolve_components(first.path(), given).map_err(|err| match err {
+                // Said as the caller writes paths: relative to the first root when inside it.
+                PathError::NotADirectory { path } => PathError::NotADirectory {
+                    path: self.display(Path::new(&path)),
+                },
+                other => other,
+            })?;
         Ok(self.locate(input, resolved, exists))
     }
 
