@@ -222,3 +222,48 @@ async fn sighup_reloads_the_config_and_announces_the_new_tool_list() {
     assert!(denied.contains("rule denies"), "{denied}");
     gimlet.stop().await;
 }
+
+#[tokio::test]
+async fn params_that_do_not_fit_a_method_are_invalid_params_that_say_why() {
+    use rmcp::model::{ClientRequest, CustomRequest};
+    let gimlet = crate::common::Gimlet::start().await;
+    let cases = [
+        (
+            "tools/call",
+            Some(json!({"name": "read", "arguments": [1]})),
+            "invalid params for `tools/call`: invalid type: sequence, expected a map",
+        ),
+        (
+            "tools/call",
+            None,
+            // (rmcp's client sends `{}` for no params)
+            "invalid params for `tools/call`: missing field `name`",
+        ),
+        (
+            "resources/read",
+            Some(json!({})),
+            "invalid params for `resources/read`: missing field `uri`",
+        ),
+    ];
+    for (method, params, says) in cases {
+        let request = ClientRequest::CustomRequest(CustomRequest::new(method, params));
+        let err = gimlet.client.send_request(request).await.unwrap_err();
+        let rmcp::ServiceError::McpError(error) = err else {
+            panic!("not a JSON-RPC error: {err}");
+        };
+        assert_eq!(
+            error.code,
+            rmcp::model::ErrorCode::INVALID_PARAMS,
+            "{error:?}"
+        );
+        assert!(error.message.starts_with(says), "{}", error.message);
+    }
+    // A method that does not exist is still Method not found.
+    let request = ClientRequest::CustomRequest(CustomRequest::new("no/such/method", None));
+    let err = gimlet.client.send_request(request).await.unwrap_err();
+    let rmcp::ServiceError::McpError(error) = err else {
+        panic!("not a JSON-RPC error: {err}");
+    };
+    assert_eq!(error.code, rmcp::model::ErrorCode::METHOD_NOT_FOUND);
+    gimlet.stop().await;
+}

@@ -11,7 +11,10 @@ use base64::Engine as _;
 use gimlet_tools::pipeline::CallError;
 use gimlet_tools::{Content, ToolError, ToolOutput, ToolSpec};
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResult, ContentBlock, MetaObject, Resource, Tool, ToolAnnotations};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, CustomRequest, MetaObject,
+    ReadResourceRequestParams, Resource, Tool, ToolAnnotations,
+};
 use serde_json::{Value, json};
 
 /// The MCP form of a tool.
@@ -96,6 +99,59 @@ pub(crate) fn failure(err: &ToolError) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(err.to_string())])
 }
 
+/// Methods of the MCP client requests. rmcp hands a request for one of them over as a custom
+/// request when its params do not fit the method's shape.
+const MCP_METHODS: [&str; 13] = [
+    "initialize",
+    "ping",
+    "completion/complete",
+    "logging/setLevel",
+    "prompts/get",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "tools/call",
+    "tools/list",
+];
+
+/// The answer to a request rmcp could not match to a known shape. A known method whose params
+/// do not fit is Invalid params, saying what is wrong, not Method not found: the method
+/// exists, the request is what must change.
+pub(crate) fn unmatched_request(request: &CustomRequest) -> ErrorData {
+    let method = request.method.as_str();
+    let problem = match method {
+        "tools/call" => params_problem::<CallToolRequestParams>(request),
+        "resources/read" => params_problem::<ReadResourceRequestParams>(request),
+        _ if MCP_METHODS.contains(&method) => {
+            String::from("they do not have the shape the MCP schema gives")
+        }
+        // rmcp's own answer: the method as the message.
+        _ => {
+            return ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                method.to_owned(),
+                None,
+            );
+        }
+    };
+    ErrorData::invalid_params(
+        format!("invalid params for `{method}`: {problem}; see the MCP schema for `{method}`"),
+        None,
+    )
+}
+
+/// What serde says is wrong with a request's params as `P`.
+fn params_problem<P: serde::de::DeserializeOwned>(request: &CustomRequest) -> String {
+    match request.params_as::<P>() {
+        Err(err) => err.to_string(),
+        Ok(None) => String::from("`params` is missing"),
+        Ok(Some(_)) => String::from("they do not have the shape the MCP schema gives"),
+    }
+}
+
 /// A call that could not be routed.
 pub(crate) fn call_error(err: &CallError) -> ErrorData {
     match err {
@@ -139,6 +195,26 @@ mod tests {
             json!({"title": "T", "readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": false})
         );
         assert_eq!(write["title"], "T");
+    }
+
+    #[test]
+    fn a_known_method_with_unfit_params_is_invalid_params_and_an_unknown_one_not_found() {
+        let missing = unmatched_request(&CustomRequest::new("tools/call", None));
+        assert_eq!(missing.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert_eq!(
+            missing.message,
+            "invalid params for `tools/call`: `params` is missing; see the MCP schema for \
+             `tools/call`"
+        );
+        let list = unmatched_request(&CustomRequest::new("tools/list", Some(json!([1]))));
+        assert_eq!(list.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert!(
+            list.message
+                .starts_with("invalid params for `tools/list`: they do not")
+        );
+        let unknown = unmatched_request(&CustomRequest::new("x/y", None));
+        assert_eq!(unknown.code, rmcp::model::ErrorCode::METHOD_NOT_FOUND);
+        assert_eq!(unknown.message, "x/y");
     }
 
     #[test]

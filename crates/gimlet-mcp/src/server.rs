@@ -18,11 +18,11 @@ use gimlet_tools::fs::Root;
 use gimlet_tools::pipeline::{self, CallError};
 use gimlet_tools::{Session, ToolContext, ToolEnv, ToolError, ToolRegistry, ToolSpec};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, LoggingLevel, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig as InitializeResult,
-    SetLevelRequestParams, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, Implementation,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ServerCapabilities,
+    ServerConfig as InitializeResult, SetLevelRequestParams, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -514,6 +514,14 @@ impl ServerHandler for GimletServer {
             },
             Err(err) => Ok(mapping::failure(&err).into()),
         }
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _rc: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(mapping::unmatched_request(&request))
     }
 
     async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
