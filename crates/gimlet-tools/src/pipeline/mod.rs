@@ -173,7 +173,20 @@ async fn run_stages(
         )));
     }
     let mut input = input;
-    let mut args = prepare(tool, input.clone(), ctx).await?;
+    let mut args = match prepare(tool, input.clone(), ctx).await {
+        // Arguments that do not parse as given get one more try with mistyped values
+        // converted (`"10"` for 10; validate.rs). The converted input is the call's input from
+        // here on: hooks see what the tool runs with.
+        Err(err @ ToolError::InvalidArguments { .. }) => {
+            let schema = Value::Object(tool.input_schema());
+            let Some(converted) = validate::coerced(&input, &schema) else {
+                return Err(err);
+            };
+            input = converted;
+            prepare(tool, input.clone(), ctx).await?
+        }
+        prepared => prepared?,
+    };
     let hooks = ctx.env().hooks();
     let call = HookCall {
         tool: tool.name(),

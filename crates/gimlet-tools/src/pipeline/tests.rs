@@ -638,3 +638,81 @@ async fn the_worker_limit_bounds_parallel_calls() {
     overlap_run(&ws, &(0..8).map(|i| (true, i)).collect::<Vec<_>>()).await;
     assert_eq!(most.load(Ordering::SeqCst), 2);
 }
+
+/// A hook that keeps the inputs its `before` saw.
+#[derive(Debug, Default)]
+struct Witness {
+    seen: std::sync::Mutex<Vec<Value>>,
+}
+
+impl Hook for Witness {
+    fn name(&self) -> &'static str {
+        "witness"
+    }
+
+    fn matches(&self, _tool: &str, _input: &Value) -> bool {
+        true
+    }
+
+    fn before<'a>(&'a self, call: &'a HookCall<'a>) -> BoxFuture<'a, Result<BeforeHook, String>> {
+        self.seen.lock().unwrap().push(call.input.clone());
+        Box::pin(async { Ok(BeforeHook::Continue) })
+    }
+
+    fn after<'a>(
+        &'a self,
+        _call: &'a HookCall<'a>,
+        _output: &'a ToolOutput,
+    ) -> BoxFuture<'a, Result<AfterHook, String>> {
+        Box::pin(async { Ok(AfterHook::Keep) })
+    }
+}
+
+#[tokio::test]
+async fn mistyped_arguments_are_converted_once_and_hooks_see_the_converted_input() {
+    let spill = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let witness = Arc::new(Witness::default());
+    let env = ToolEnv::builder()
+        .root(root.path())
+        .spill_dir(spill.path())
+        .hook(witness.clone())
+        .build()
+        .unwrap();
+    let mut registry = ToolRegistry::new();
+    registry.register(Probe::default(), ToolSource::Caller);
+    let ctx = ToolContext::builder(Arc::new(env)).build();
+    let output = run(
+        &registry,
+        "probe",
+        json!({"action": "sleep", "millis": "1"}),
+        &ctx,
+    )
+    .await
+    .unwrap()
+    .result
+    .unwrap();
+    assert_eq!(output.joined_text(), "slept");
+    // A hook that checks `millis` sees the number the tool ran with, not the string sent:
+    // a policy written against the schema cannot be slipped past by quoting a value.
+    assert_eq!(
+        *witness.seen.lock().unwrap(),
+        vec![json!({"action": "sleep", "millis": 1})]
+    );
+    // Input that no conversion mends keeps its first error.
+    let err = run(
+        &registry,
+        "probe",
+        json!({"action": "sleep", "millis": "soon"}),
+        &ctx,
+    )
+    .await
+    .unwrap()
+    .result
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("field `millis`: invalid type: string \"soon\""),
+        "{err}"
+    );
+}

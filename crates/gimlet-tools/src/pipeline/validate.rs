@@ -1,21 +1,11 @@
 //! Stage 1: JSON arguments -> typed arguments, with errors that name the field.
 
-use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// Parses `input` as `A`. The error says which field was wrong, what was expected and what
 /// was given, e.g. ``field `offset`: invalid type: string "ten", expected a non-negative integer``.
-///
-/// Models often quote a number or a boolean (`"offset": "10"`, `"multiline": "true"`), write a
-/// whole number as `10.0`, or send an array or object as a JSON string. When the arguments do
-/// not parse as given, such values are converted where `A`'s schema wants a number, a boolean,
-/// an array or an object (never where it also accepts a string), and the arguments are parsed
-/// once more. Arguments that parse as given are never touched.
-pub(crate) fn parse_args<A: DeserializeOwned + JsonSchema>(
-    tool: &str,
-    input: Value,
-) -> Result<A, String> {
+pub(crate) fn parse_args<A: DeserializeOwned>(tool: &str, input: Value) -> Result<A, String> {
     let input = match input {
         Value::Null => Value::Object(serde_json::Map::new()),
         Value::Object(_) => input,
@@ -26,24 +16,18 @@ pub(crate) fn parse_args<A: DeserializeOwned + JsonSchema>(
             ));
         }
     };
-    // Read from a borrow: the arguments stay whole for a second try, without a copy of them
-    // on every call.
-    let first = match deserialize::<A>(&input) {
-        Ok(args) => return Ok(args),
-        Err(err) => err,
-    };
-    let mut coerced = input;
-    let schema = Value::Object(crate::schema::input_schema::<A>());
-    if !coerce(&mut coerced, &schema) {
-        return Err(describe(tool, first));
-    }
-    deserialize::<A>(&coerced).map_err(|err| describe(tool, err))
+    serde_path_to_error::deserialize::<_, A>(input).map_err(|err| describe(tool, err))
 }
 
-fn deserialize<A: DeserializeOwned>(
-    input: &Value,
-) -> Result<A, serde_path_to_error::Error<serde_json::Error>> {
-    serde_path_to_error::deserialize::<_, A>(input)
+/// `input` with the values a model commonly mistypes converted to the type `schema` wants,
+/// or `None` when nothing needed converting. The pipeline tries this when arguments do not
+/// parse as given (and only then): models often quote a number or a boolean (`"offset":
+/// "10"`, `"multiline": "true"`), write a whole number as `10.0`, send an array or object as
+/// a JSON string, or one string where a list of strings is wanted. Nothing is converted
+/// where the schema also accepts a string.
+pub(crate) fn coerced(input: &Value, schema: &Value) -> Option<Value> {
+    let mut value = input.clone();
+    coerce(&mut value, schema).then_some(value)
 }
 
 fn describe(tool: &str, err: serde_path_to_error::Error<serde_json::Error>) -> String {
@@ -208,6 +192,7 @@ fn kind_of(value: &Value) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use schemars::JsonSchema;
     use serde::Deserialize;
     use serde_json::json;
 
@@ -253,8 +238,16 @@ mod tests {
         Two,
     }
 
+    /// As the pipeline does it: parse, and on failure parse the converted input if any.
     fn loose(input: Value) -> Result<Loose, String> {
-        parse_args::<Loose>("demo", input)
+        let kept = input.clone();
+        parse_args::<Loose>("demo", input).or_else(|first| {
+            let schema = Value::Object(crate::schema::input_schema::<Loose>());
+            match coerced(&kept, &schema) {
+                Some(converted) => parse_args::<Loose>("demo", converted),
+                None => Err(first),
+            }
+        })
     }
 
     fn parse(input: Value) -> Result<Args, String> {
