@@ -48,6 +48,23 @@ async fn output_exit_code_and_duration() {
             .await,
     );
     assert!(text.contains("outside the root folders"), "{text}");
+    std::fs::create_dir(gimlet.root().join("scripts")).unwrap();
+    std::fs::write(gimlet.root().join("notes.txt"), "").unwrap();
+    let text = err_text(
+        &gimlet
+            .call("bash", json!({"command": "true", "workdir": "scirpts"}))
+            .await,
+    );
+    assert_eq!(
+        text,
+        "`workdir`: `scirpts` does not exist; did you mean `scripts`?"
+    );
+    let text = err_text(
+        &gimlet
+            .call("bash", json!({"command": "true", "workdir": "notes.txt"}))
+            .await,
+    );
+    assert_eq!(text, "`workdir` `notes.txt` is a file, not a directory");
     gimlet.stop().await;
 }
 

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::context::{ProgressUpdate, SandboxStatus, ToolContext, ToolEnv};
 use crate::error::ToolError;
+use crate::fs::{OpenKind, PathError};
 use crate::jobs::Jobs;
 use crate::output::OutputBuffer;
 use crate::permission::{Access, AskReason, Permission};
@@ -152,10 +153,16 @@ impl Tool for BashTool {
                         ctx.roots().describe()
                     )));
                 }
-                if !std::fs::metadata(&resolved.path).is_ok_and(|m| m.is_dir()) {
-                    return Err(ToolError::invalid(format!("`workdir` `{workdir}` is not a directory")));
+                match resolved.open(OpenKind::Directory) {
+                    Ok(_) => Ok(()),
+                    Err(PathError::NotADirectory { .. }) => Err(ToolError::invalid(format!(
+                        "`workdir` `{workdir}` is a file, not a directory"
+                    ))),
+                    Err(err) => Err(ToolError::invalid(format!(
+                        "`workdir`: {}",
+                        resolved.with_similar_names(err)
+                    ))),
                 }
-                Ok(())
             })
             .await?;
         }
@@ -577,6 +584,4 @@ async fn start_background(
         })))
 }
 
-#[cfg(test)]
-#[path = "bash_tests.rs"]
-mod tests;
+// bash is tested end to end, through a real process and sandbox: tests/suite/bash.rs.
