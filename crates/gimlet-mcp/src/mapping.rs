@@ -117,6 +117,9 @@ const MCP_METHODS: [&str; 13] = [
     "tools/list",
 ];
 
+/// What is wrong with params when serde names nothing more precise.
+const UNFIT: &str = "they do not have the shape the MCP schema gives";
+
 /// The answer to a request rmcp could not match to a known shape. A known method whose params
 /// do not fit is Invalid params, saying what is wrong, not Method not found: the method
 /// exists, the request is what must change.
@@ -125,9 +128,7 @@ pub(crate) fn unmatched_request(request: &CustomRequest) -> ErrorData {
     let problem = match method {
         "tools/call" => params_problem::<CallToolRequestParams>(request),
         "resources/read" => params_problem::<ReadResourceRequestParams>(request),
-        _ if MCP_METHODS.contains(&method) => {
-            String::from("they do not have the shape the MCP schema gives")
-        }
+        _ if MCP_METHODS.contains(&method) => String::from(UNFIT),
         // rmcp's own answer: the method as the message.
         _ => {
             return ErrorData::new(
@@ -148,7 +149,7 @@ fn params_problem<P: serde::de::DeserializeOwned>(request: &CustomRequest) -> St
     match request.params_as::<P>() {
         Err(err) => err.to_string(),
         Ok(None) => String::from("`params` is missing"),
-        Ok(Some(_)) => String::from("they do not have the shape the MCP schema gives"),
+        Ok(Some(_)) => String::from(UNFIT),
     }
 }
 

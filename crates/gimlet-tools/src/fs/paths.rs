@@ -498,6 +498,13 @@ impl ResolvedPath {
         }
     }
 
+    /// Opens the directory a tool was pointed at (`ls`, `glob`, bash's `workdir`). When it does
+    /// not exist, the error names similar entries beside it ([`Self::with_similar_names`]).
+    pub fn open_existing_dir(&self) -> Result<File, PathError> {
+        self.open(OpenKind::Directory)
+            .map_err(|err| self.with_similar_names(err))
+    }
+
     /// Opens a regular file for reading and returns it with its metadata. A FIFO, socket or
     /// device is refused without blocking: the open is non-blocking (a flag regular files
     /// ignore), and the type is checked on the open handle.

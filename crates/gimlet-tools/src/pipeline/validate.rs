@@ -72,7 +72,8 @@ fn plain_type_names(message: &str) -> String {
 /// Converts, in place, the values in `value` that `schema` wants as another JSON type and that
 /// say that type unambiguously: `"10"` or `10.0` where an integer is wanted, `"2.5"` for a
 /// number, `"true"`/`"false"` for a boolean, a string holding a JSON array or object for one,
-/// and a lone string where a list of strings is wanted. Nothing is converted where the schema also accepts a string. Returns whether anything changed.
+/// and a lone string where a list of strings is wanted. Nothing is converted where the schema
+/// also accepts a string. Returns whether anything changed.
 fn coerce(value: &mut Value, schema: &Value) -> bool {
     let types = schema_types(schema);
     let wants = |t: &str| types.contains(&t);
@@ -198,7 +199,7 @@ mod tests {
 
     use super::*;
 
-    #[derive(Debug, Deserialize, PartialEq, JsonSchema)]
+    #[derive(Debug, Deserialize, PartialEq)]
     #[serde(deny_unknown_fields)]
     struct Args {
         path: String,
@@ -206,7 +207,7 @@ mod tests {
         edits: Option<Vec<Edit>>,
     }
 
-    #[derive(Debug, Deserialize, PartialEq, JsonSchema)]
+    #[derive(Debug, Deserialize, PartialEq)]
     struct Edit {
         old: String,
     }

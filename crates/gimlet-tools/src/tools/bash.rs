@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::context::{ProgressUpdate, SandboxStatus, ToolContext, ToolEnv};
 use crate::error::ToolError;
-use crate::fs::{OpenKind, PathError};
+use crate::fs::PathError;
 use crate::jobs::Jobs;
 use crate::output::OutputBuffer;
 use crate::permission::{Access, AskReason, Permission};
@@ -153,15 +153,12 @@ impl Tool for BashTool {
                         ctx.roots().describe()
                     )));
                 }
-                match resolved.open(OpenKind::Directory) {
+                match resolved.open_existing_dir() {
                     Ok(_) => Ok(()),
                     Err(PathError::NotADirectory { .. }) => Err(ToolError::invalid(format!(
                         "`workdir` `{workdir}` is a file, not a directory"
                     ))),
-                    Err(err) => Err(ToolError::invalid(format!(
-                        "`workdir`: {}",
-                        resolved.with_similar_names(err)
-                    ))),
+                    Err(err) => Err(ToolError::invalid(format!("`workdir`: {err}"))),
                 }
             })
             .await?;

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
-use crate::fs::{OpenKind, PathError};
+use crate::fs::PathError;
 use crate::permission::Access;
 use crate::search::walk::{Filters, Stat, collect_files};
 use crate::tool::{InterruptBehavior, JsonObject, Tool, ToolFlags, ToolOutput};
@@ -112,14 +112,12 @@ const MAX_STRUCTURED: usize = 1000;
 fn glob(args: &GlobArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let resolved = ctx.resolve_allowed(args.path.as_deref().unwrap_or("."))?;
     // A path that is missing or not a directory is said as such, not as "no files match".
-    resolved
-        .open(OpenKind::Directory)
-        .map_err(|err| match err {
-            PathError::NotADirectory { path } => ToolError::invalid(format!(
-                "`{path}` is a file, not a directory; give `path` a directory to search in"
-            )),
-            other => resolved.with_similar_names(other).into(),
-        })?;
+    resolved.open_existing_dir().map_err(|err| match err {
+        PathError::NotADirectory { path } => ToolError::invalid(format!(
+            "`{path}` is a file, not a directory; give `path` a directory to search in"
+        )),
+        other => other.into(),
+    })?;
     let matcher = args.matcher()?;
     let filters = Filters::new(&resolved.path, None, None)?;
     let keep = |rel: &std::path::Path| matcher.is_match(rel);

@@ -22,7 +22,7 @@ use serde_json::json;
 
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
-use crate::fs::{OpenKind, PathError};
+use crate::fs::PathError;
 use crate::permission::Access;
 use crate::tool::{Tool, ToolFlags, ToolOutput};
 
@@ -131,14 +131,12 @@ struct Pending {
 
 fn list(args: &LsArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let resolved = ctx.resolve_allowed(args.path())?;
-    let dir = resolved
-        .open(OpenKind::Directory)
-        .map_err(|err| match err {
-            PathError::NotADirectory { path } => ToolError::invalid(format!(
-                "`{path}` is a file, not a directory; use `read` to read it"
-            )),
-            other => resolved.with_similar_names(other).into(),
-        })?;
+    let dir = resolved.open_existing_dir().map_err(|err| match err {
+        PathError::NotADirectory { path } => ToolError::invalid(format!(
+            "`{path}` is a file, not a directory; use `read` to read it"
+        )),
+        other => other.into(),
+    })?;
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
     let user = Arc::new(user_ignores(
         &resolved.path,
