@@ -707,7 +707,7 @@ impl ToolContext {
     /// runtime). Tools return it from [`crate::Tool::accesses`].
     pub async fn path_access(&self, input: &str, kind: AccessKind) -> Result<Access, ToolError> {
         let input = input.to_owned();
-        self.blocking(move |ctx| Ok(ctx.access_of(&ctx.resolve(&input)?, kind)))
+        self.nonblocking_first(move |ctx| Ok(ctx.access_of(&ctx.resolve(&input)?, kind)))
             .await
     }
 
@@ -747,6 +747,29 @@ impl ToolContext {
             return work(ctx);
         }
         tokio::task::spawn_blocking(move || work(ctx)).await?
+    }
+
+    /// Like [`Self::blocking`], but first tries `work` in place with waiting forbidden
+    /// ([`crate::fs::nowait`]): opens and reads through [`crate::fs`] fail rather than wait
+    /// for the disk or the network. If the attempt fails in any way, its result is dropped
+    /// and `work` runs again on the blocking pool, so it must not change anything before it
+    /// can fail (a `read` records the file state last). Most small reads of cached files
+    /// finish in the attempt, without a thread hand-off.
+    ///
+    /// `work` may only touch files through [`crate::fs`] (its opens and
+    /// [`crate::fs::nowait::read_at`]), and must check [`crate::fs::nowait::active`] before any
+    /// other step that could wait (and fail instead).
+    pub async fn nonblocking_first<T, F>(&self, work: F) -> Result<T, ToolError>
+    where
+        T: Send + 'static,
+        F: Fn(&ToolContext) -> Result<T, ToolError> + Send + 'static,
+    {
+        if !crate::pipeline::on_worker()
+            && let Ok(done) = crate::fs::nowait::attempt(|| work(self))
+        {
+            return Ok(done);
+        }
+        self.blocking(move |ctx| work(&ctx)).await
     }
 }
 

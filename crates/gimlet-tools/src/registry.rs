@@ -67,6 +67,10 @@ pub trait DynTool: Send + Sync {
     fn output_schema(&self) -> Option<JsonObject>;
     /// Flags for an input, or the conservative ones for `None`.
     fn flags(&self, args: Option<&ErasedArgs>) -> ToolFlags;
+    /// Whether calls start on the async runtime ([`Tool::inline`]).
+    fn inline(&self) -> bool {
+        false
+    }
     /// Output limits.
     fn output_limits(&self, env: &ToolEnv) -> OutputLimits;
     /// Parses JSON arguments; the error names the field.
@@ -127,6 +131,10 @@ impl<T: Tool> DynTool for T {
     fn flags(&self, args: Option<&ErasedArgs>) -> ToolFlags {
         let args = args.and_then(|a| a.downcast_ref::<T::Args>().ok());
         Tool::flags(self, args)
+    }
+
+    fn inline(&self) -> bool {
+        Tool::inline(self)
     }
 
     fn output_limits(&self, env: &ToolEnv) -> OutputLimits {

@@ -288,6 +288,15 @@ pub trait Tool: Send + Sync + 'static {
         ToolFlags::default()
     }
 
+    /// Whether a server starts this tool's calls on the async runtime's thread rather than on
+    /// a worker of the blocking pool ([`crate::pipeline::run_on_worker`]). Only for a tool
+    /// whose file work all goes through [`ToolContext::nonblocking_first`] (or
+    /// [`ToolContext::blocking`]): a small call then finishes without a thread hand-off, and a
+    /// step that would wait moves to the blocking pool. Default `false`.
+    fn inline(&self) -> bool {
+        false
+    }
+
     /// How much output a result may carry before it is truncated. The default is the
     /// environment's limits (2000 lines, 50 KiB unless configured); a tool may change the mode
     /// or the size (its "max result size").

@@ -6,6 +6,7 @@ mod change;
 mod file_state;
 mod journal;
 mod locks;
+pub mod nowait;
 mod paths;
 
 pub use atomic_write::{Ownership, WriteError, create_parents, remove_file, write_atomic};

@@ -237,6 +237,7 @@ impl RootSet {
         } else {
             given
         };
+        check_cached(first, given)?;
         let (resolved, exists) =
             resolve_components(first.path(), given).map_err(|err| match err {
                 // Said as the caller writes paths: relative to the first root when inside it.
@@ -615,6 +616,10 @@ impl ResolvedPath {
         let PathError::NotFound { path, hint } = err else {
             return err;
         };
+        if super::nowait::active() {
+            // The attempt is retried where waiting is allowed; the names are looked up there.
+            return PathError::NotFound { path, hint };
+        }
         let names = if hint.is_empty() {
             self.similar_names()
         } else {
@@ -736,12 +741,18 @@ pub fn open_beneath(
     #[cfg(target_os = "linux")]
     {
         use rustix::fs::ResolveFlags;
-        let resolve =
-            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        let resolve = ResolveFlags::BENEATH
+            | ResolveFlags::NO_SYMLINKS
+            | ResolveFlags::NO_MAGICLINKS
+            | cached_only();
         match rustix::fs::openat2(&root, relative, flags | OFlags::CLOEXEC, mode, resolve) {
             Err(rustix::io::Errno::NOSYS) => {}
             other => return other,
         }
+    }
+    if super::nowait::active() {
+        // The walk cannot promise not to wait.
+        return Err(rustix::io::Errno::AGAIN);
     }
     open_beneath_walk(root, relative, flags, mode)
 }
@@ -788,7 +799,7 @@ fn open_exact(path: &Path, flags: OFlags, mode: Mode) -> Result<OwnedFd, rustix:
     #[cfg(target_os = "linux")]
     {
         use rustix::fs::ResolveFlags;
-        let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS | cached_only();
         match rustix::fs::openat2(
             rustix::fs::CWD,
             path,
@@ -800,6 +811,9 @@ fn open_exact(path: &Path, flags: OFlags, mode: Mode) -> Result<OwnedFd, rustix:
             other => return other,
         }
     }
+    if super::nowait::active() {
+        return Err(rustix::io::Errno::AGAIN);
+    }
     let root = rustix::fs::open(
         "/",
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -807,6 +821,48 @@ fn open_exact(path: &Path, flags: OFlags, mode: Mode) -> Result<OwnedFd, rustix:
     )?;
     let relative = path.strip_prefix("/").unwrap_or(path);
     open_beneath_walk(root, relative, flags, mode)
+}
+
+/// `RESOLVE_CACHED` inside a [`super::nowait::attempt`]: the lookup fails with `EAGAIN`
+/// unless the kernel's cache answers all of it (and with `EINVAL` before Linux 5.12).
+#[cfg(target_os = "linux")]
+fn cached_only() -> rustix::fs::ResolveFlags {
+    if super::nowait::active() {
+        rustix::fs::ResolveFlags::CACHED
+    } else {
+        rustix::fs::ResolveFlags::empty()
+    }
+}
+
+/// Inside a [`super::nowait::attempt`]: fails unless every name on the way to `given`
+/// (absolute, or relative to `base`), symlinks followed, is in the kernel's lookup cache. The
+/// resolution that follows (one `lstat` per name) then finds them there and does not wait.
+/// It decides nothing about where the path lands; [`resolve_components`] does.
+fn check_cached(base: &Root, given: &Path) -> Result<(), PathError> {
+    if !super::nowait::active() {
+        return Ok(());
+    }
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::ResolveFlags;
+        let flags = OFlags::PATH | OFlags::CLOEXEC;
+        let cached = ResolveFlags::CACHED | ResolveFlags::NO_MAGICLINKS;
+        let probe = if given.is_absolute() {
+            rustix::fs::openat2(
+                rustix::fs::CWD,
+                given,
+                flags,
+                Mode::empty(),
+                ResolveFlags::CACHED,
+            )
+        } else {
+            rustix::fs::openat2(base.fd(), given, flags, Mode::empty(), cached)
+        };
+        if probe.is_ok() {
+            return Ok(());
+        }
+    }
+    Err(PathError::io(given, super::nowait::would_block()))
 }
 
 #[cfg(test)]

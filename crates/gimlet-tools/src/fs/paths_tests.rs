@@ -366,3 +366,41 @@ fn a_root_that_is_missing_or_a_file_says_so() {
     let err = Root::open(&ws.root().join("file.txt")).unwrap_err();
     assert!(matches!(err, PathError::NotADirectory { .. }), "{err}");
 }
+
+#[test]
+fn without_waiting_cached_paths_resolve_and_open_and_the_rest_would_block() {
+    let ws = TestWorkspace::new();
+    ws.write("src/main.rs", "fn main() {}");
+    let roots = roots(&ws);
+    // Just written: every name is in the kernel's lookup cache.
+    let resolved = super::super::nowait::attempt(|| roots.resolve("src/main.rs")).unwrap();
+    assert!(resolved.is_inside());
+    let opened = super::super::nowait::attempt(|| resolved.open_regular());
+    assert!(opened.is_ok(), "{:?}", opened.err());
+    // A missing name is not answered without waiting, and no similar names are looked up:
+    // the attempt is retried where both may wait.
+    ws.write("src/mian.rs", "");
+    let err = super::super::nowait::attempt(|| roots.resolve("src/main.rx")).unwrap_err();
+    assert!(
+        matches!(&err, PathError::Io { source, .. } if source.kind() == io::ErrorKind::WouldBlock),
+        "{err}"
+    );
+    let missing = roots.resolve("src/main.rx").unwrap();
+    let err = super::super::nowait::attempt(|| {
+        missing.with_similar_names(missing.open_regular().unwrap_err())
+    });
+    assert!(!err.to_string().contains("mian.rs"), "{err}");
+    assert!(
+        missing
+            .with_similar_names(missing.open_regular().unwrap_err())
+            .to_string()
+            .contains("main.rs")
+    );
+    // Magic links are still refused (the resolution decides, not the cache probe).
+    let err =
+        super::super::nowait::attempt(|| roots.resolve("/proc/self/root/etc/passwd")).unwrap_err();
+    assert!(
+        matches!(err, PathError::MagicLink { .. } | PathError::Io { .. }),
+        "{err}"
+    );
+}

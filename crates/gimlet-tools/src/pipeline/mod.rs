@@ -126,12 +126,19 @@ pub(crate) fn on_worker() -> bool {
 /// `Handle::block_on`. The call's file work ([`ToolContext::blocking`]) then runs in place: one
 /// thread hand-off per call instead of one per blocking step, and never blocking work on the
 /// async runtime. Servers use this; it needs a Tokio runtime.
+///
+/// A tool that says it is [`crate::Tool::inline`] (`read`) runs here instead, on the caller's
+/// thread: its file work is first tried without waiting ([`ToolContext::nonblocking_first`]),
+/// and only a step that would wait moves to the blocking pool.
 pub async fn run_on_worker(
     registry: std::sync::Arc<ToolRegistry>,
     name: String,
     input: Value,
     ctx: ToolContext,
 ) -> Result<CallReport, CallError> {
+    if registry.get(&name).is_some_and(|tool| tool.inline()) {
+        return run(&registry, &name, input, &ctx).await;
+    }
     let handle = tokio::runtime::Handle::current();
     // The caller's span (e.g. the session the call belongs to) stays current on the worker.
     let span = tracing::Span::current();
@@ -202,7 +209,14 @@ async fn run_stages(
         permission::confirm_for_hook(tool.name(), &input, reason, ctx).await?;
     }
     let output = execute(tool, args, ctx).await?;
-    let output = truncate::apply(output, tool.output_limits(ctx.env()), ctx.env().spill());
+    let limits = tool.output_limits(ctx.env());
+    let output = if truncate::saves(&output, limits) {
+        // The full text goes to a spill file: file work, off the runtime.
+        ctx.blocking(move |ctx| Ok(truncate::apply(output, limits, ctx.env().spill())))
+            .await?
+    } else {
+        truncate::apply(output, limits, ctx.env().spill())
+    };
     let call = HookCall {
         tool: tool.name(),
         input: &input,

@@ -716,3 +716,85 @@ async fn mistyped_arguments_are_converted_once_and_hooks_see_the_converted_input
         "{err}"
     );
 }
+
+/// Arguments of [`Whereabouts`].
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct WhereaboutsArgs {
+    /// Fail the attempt without waiting, so the work runs again on the blocking pool.
+    #[serde(default)]
+    would_block: bool,
+}
+
+/// Says on which thread its call ran, and how its file work went.
+struct Whereabouts {
+    inline: bool,
+}
+
+impl Tool for Whereabouts {
+    type Args = WhereaboutsArgs;
+    const NAME: &'static str = "whereabouts";
+    const TITLE: &'static str = "Whereabouts";
+
+    fn description(&self, _env: &ToolEnv) -> Cow<'static, str> {
+        "test".into()
+    }
+
+    fn inline(&self) -> bool {
+        self.inline
+    }
+
+    async fn execute(
+        &self,
+        args: WhereaboutsArgs,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let call_thread = std::thread::current().id();
+        let attempts = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&attempts);
+        let (work_thread, nowait) = ctx
+            .nonblocking_first(move |_ctx| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let nowait = crate::fs::nowait::active();
+                if nowait && args.would_block {
+                    return Err(ToolError::io("probing", crate::fs::nowait::would_block()));
+                }
+                Ok((std::thread::current().id(), nowait))
+            })
+            .await?;
+        Ok(ToolOutput::text(format!(
+            "{call_thread:?} {work_thread:?} nowait={nowait} attempts={}",
+            attempts.load(Ordering::SeqCst)
+        )))
+    }
+}
+
+async fn whereabouts(inline: bool, args: Value) -> String {
+    let mut ws = TestWorkspace::new();
+    ws.registry
+        .register(Whereabouts { inline }, ToolSource::Caller);
+    let registry = Arc::new(std::mem::take(&mut ws.registry));
+    let report = run_on_worker(registry, "whereabouts".into(), args, ws.ctx())
+        .await
+        .unwrap();
+    report.result.unwrap().joined_text()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn inline_tools_run_on_the_runtime_and_move_to_a_worker_only_when_they_would_wait() {
+    let here = format!("{:?}", std::thread::current().id());
+    // An inline tool's call and its file work stay on this thread, tried without waiting.
+    let text = whereabouts(true, json!({})).await;
+    assert_eq!(text, format!("{here} {here} nowait=true attempts=1"));
+    // Work that would wait runs again on a worker, where it may.
+    let text = whereabouts(true, json!({"would_block": true})).await;
+    let (call, rest) = text.split_once(' ').unwrap();
+    assert_eq!(call, here);
+    assert!(!rest.starts_with(&here), "{text}");
+    assert!(rest.ends_with(" nowait=false attempts=2"), "{text}");
+    // Other tools' calls run wholly on a worker, with nothing tried first.
+    let text = whereabouts(false, json!({})).await;
+    let (call, rest) = text.split_once(' ').unwrap();
+    assert_ne!(call, here);
+    assert_eq!(rest, format!("{call} nowait=false attempts=1"));
+}

@@ -46,11 +46,11 @@ pub struct Truncation {
 /// Keeps what fits. Returns the kept text (with a marker in the middle for head+tail) and the
 /// cut, or the text unchanged and `None` when it fits.
 pub fn truncate_text(text: &str, limits: OutputLimits) -> (String, Option<Cut>) {
-    let total_bytes = text.len();
-    let total_lines = count_lines(text);
-    if total_lines <= limits.max_lines && total_bytes <= limits.max_bytes {
+    if fits(text, limits) {
         return (text.to_owned(), None);
     }
+    let total_bytes = text.len();
+    let total_lines = count_lines(text);
     let line_budget = limits.max_lines.saturating_sub(NOTICE_LINES).max(1);
     let byte_budget = limits
         .max_bytes
@@ -162,6 +162,23 @@ fn floor_char_boundary(s: &str, index: usize) -> usize {
         i -= 1;
     }
     i
+}
+
+/// Whether `text` is within the limits (and is kept whole).
+fn fits(text: &str, limits: OutputLimits) -> bool {
+    text.len() <= limits.max_bytes && count_lines(text) <= limits.max_lines
+}
+
+/// Whether [`apply`] will save a spill file for this output: whether it is file work.
+pub(super) fn saves(output: &ToolOutput, limits: OutputLimits) -> bool {
+    output.content.iter().any(|block| match block {
+        Content::Text(text) => !fits(text, limits),
+        // One with a spill file or a tail outgrew memory and was saved as it came.
+        Content::Long(long) => {
+            long.spill.is_none() && long.tail.is_empty() && !fits(&long.head, limits)
+        }
+        Content::Image { .. } | Content::ResourceLink { .. } => false,
+    })
 }
 
 /// Truncates every text block of an output, saving the full text and adding a notice and a

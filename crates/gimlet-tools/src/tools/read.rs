@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
-use crate::fs::{ContentHash, FileStamp, Hasher, ResolvedPath};
+use crate::fs::{ContentHash, FileStamp, Hasher, ResolvedPath, nowait};
 use crate::permission::Access;
 use crate::tool::{Content, FilePage, OutputLimits, Tool, ToolFlags, ToolOutput};
 
@@ -56,6 +56,10 @@ impl Tool for ReadTool {
         ToolFlags::READ_ONLY
     }
 
+    fn inline(&self) -> bool {
+        true
+    }
+
     fn output_limits(&self, env: &ToolEnv) -> OutputLimits {
         // Room for the footer below a full page of lines.
         let limits = env.limits();
@@ -87,7 +91,9 @@ impl Tool for ReadTool {
     }
 
     async fn execute(&self, args: ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        ctx.blocking(move |ctx| read_blocking(&args, &ctx)).await
+        // A small cached file is read in place; anything else on the blocking pool.
+        ctx.nonblocking_first(move |ctx| read_blocking(&args, ctx))
+            .await
     }
 }
 
@@ -103,6 +109,12 @@ fn read_blocking(args: &ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolE
     let head_len = read_up_to(&mut file, &mut head, size).map_err(|e| io_error(&resolved, e))?;
     let mut at_end = head_len == size && head.len() > size;
     head.truncate(head_len);
+    let is_notebook = resolved.path.extension().is_some_and(|e| e == "ipynb");
+    if nowait::active() && (!at_end || is_notebook || image_type(&head).is_some()) {
+        // Attempts without waiting serve small text files read whole in the first read (the
+        // only read they make); the rest is read where waiting is allowed.
+        return Err(io_error(&resolved, nowait::would_block()));
+    }
     if let Some(mime_type) = image_type(&head) {
         return read_image(&resolved, file, head, &meta, mime_type, ctx);
     }
@@ -114,7 +126,6 @@ fn read_blocking(args: &ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolE
             meta.len()
         )));
     }
-    let is_notebook = resolved.path.extension().is_some_and(|e| e == "ipynb");
     if is_notebook && meta.len() <= MAX_NOTEBOOK_BYTES {
         let mut bytes = head;
         file.read_to_end(&mut bytes)
@@ -191,7 +202,14 @@ fn io_error(resolved: &ResolvedPath, err: io::Error) -> ToolError {
 fn read_up_to(file: &mut File, buf: &mut [u8], enough: usize) -> io::Result<usize> {
     let mut filled = 0;
     while filled < buf.len() && (filled < enough || filled == 0) {
-        match file.read(&mut buf[filled..]) {
+        // Inside a nowait attempt, only the head is read, from the start, and nothing after
+        // it (see `read_blocking`): positional reads that fail rather than wait.
+        let read = if nowait::active() {
+            nowait::read_at(file, &mut buf[filled..], filled as u64)
+        } else {
+            file.read(&mut buf[filled..])
+        };
+        match read {
             Ok(0) => break,
             Ok(n) => filled += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

@@ -294,3 +294,38 @@ async fn paths_outside_the_roots_are_refused_without_an_asker() {
     let err = ws.error("read", json!({"path": "a\u{0}b"})).await;
     assert!(err.contains("NUL byte"), "{err}");
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn small_cached_text_files_are_read_without_waiting_and_the_rest_where_it_may_wait() {
+    let ws = TestWorkspace::new();
+    ws.write("small.txt", "one\ntwo\n");
+    ws.write("big.txt", "line\n".repeat(5000));
+    ws.write("a.ipynb", "not a notebook\n");
+    std::fs::write(ws.root().join("dot.png"), b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap();
+    let ctx = ws.ctx();
+    for path in ["small.txt", "big.txt", "a.ipynb", "dot.png"] {
+        ctx.resolve(path).unwrap();
+        let args = super::ReadArgs {
+            path: path.to_owned(),
+            offset: None,
+            limit: None,
+        };
+        let attempt = crate::fs::nowait::attempt(|| super::read_blocking(&args, &ctx));
+        match path {
+            "small.txt" => {
+                let text = attempt.unwrap().joined_text();
+                assert!(text.starts_with("     1\tone\n     2\ttwo\n"), "{text}");
+            }
+            // Past the first read, a notebook or an image: left to the blocking pool.
+            _ => {
+                let err = attempt.unwrap_err().to_string();
+                assert!(err.contains("not in the kernel's cache"), "{path}: {err}");
+            }
+        }
+    }
+    // The pipeline reads each one whole all the same.
+    let text = ws.text("read", json!({"path": "big.txt"})).await;
+    assert!(text.contains("  2000\tline\n"), "{text}");
+    let text = ws.text("read", json!({"path": "a.ipynb"})).await;
+    assert!(text.contains("     1\tnot a notebook\n"), "{text}");
+}
