@@ -192,6 +192,8 @@ pub(super) fn apply(
     let mut links = Vec::new();
     for block in &mut output.content {
         let (shown, truncation) = match block {
+            // Most outputs fit: no copy made to find that out.
+            Content::Text(text) if fits(text, limits) => continue,
             Content::Text(text) => {
                 let (kept, Some(cut)) = truncate_text(text, limits) else {
                     continue;
