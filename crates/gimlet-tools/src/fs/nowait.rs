@@ -29,7 +29,7 @@ pub fn active() -> bool {
 
 /// Runs `work` with waiting forbidden: opens through [`crate::fs::ResolvedPath`] and path
 /// resolution fail rather than wait, and so does [`read_at`].
-pub(crate) fn attempt<T>(work: impl FnOnce() -> T) -> T {
+pub fn attempt<T>(work: impl FnOnce() -> T) -> T {
     /// Clears the flag however `work` ends (a panic included).
     struct Reset(bool);
     impl Drop for Reset {
