@@ -847,17 +847,12 @@ fn check_cached(base: &Root, given: &Path) -> Result<(), PathError> {
         use rustix::fs::ResolveFlags;
         let flags = OFlags::PATH | OFlags::CLOEXEC;
         let cached = ResolveFlags::CACHED | ResolveFlags::NO_MAGICLINKS;
-        let probe = if given.is_absolute() {
-            rustix::fs::openat2(
-                rustix::fs::CWD,
-                given,
-                flags,
-                Mode::empty(),
-                ResolveFlags::CACHED,
-            )
+        let dir = if given.is_absolute() {
+            rustix::fs::CWD
         } else {
-            rustix::fs::openat2(base.fd(), given, flags, Mode::empty(), cached)
+            base.fd().as_fd()
         };
+        let probe = rustix::fs::openat2(dir, given, flags, Mode::empty(), cached);
         if probe.is_ok() {
             return Ok(());
         }
