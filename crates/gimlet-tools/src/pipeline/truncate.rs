@@ -169,14 +169,17 @@ fn fits(text: &str, limits: OutputLimits) -> bool {
     text.len() <= limits.max_bytes && count_lines(text) <= limits.max_lines
 }
 
+/// Whether a long output fitted in memory. One with a spill file or a tail outgrew memory and
+/// was saved as it came.
+fn in_memory(long: &LongText) -> bool {
+    long.spill.is_none() && long.tail.is_empty()
+}
+
 /// Whether [`apply`] will save a spill file for this output: whether it is file work.
 pub(super) fn saves(output: &ToolOutput, limits: OutputLimits) -> bool {
     output.content.iter().any(|block| match block {
         Content::Text(text) => !fits(text, limits),
-        // One with a spill file or a tail outgrew memory and was saved as it came.
-        Content::Long(long) => {
-            long.spill.is_none() && long.tail.is_empty() && !fits(&long.head, limits)
-        }
+        Content::Long(long) => in_memory(long) && !fits(&long.head, limits),
         Content::Image { .. } | Content::ResourceLink { .. } => false,
     })
 }
@@ -252,7 +255,7 @@ fn cut_long(
     limits: OutputLimits,
     spill: &SpillStore,
 ) -> Option<(String, Truncation)> {
-    if long.spill.is_none() && long.tail.is_empty() {
+    if in_memory(long) {
         // It fitted in memory but not in the limits: save it now, like any text.
         let (kept, cut) = truncate_text(&long.head, limits);
         let cut = cut?;

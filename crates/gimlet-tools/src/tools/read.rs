@@ -110,12 +110,13 @@ fn read_blocking(args: &ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolE
     let mut at_end = head_len == size && head.len() > size;
     head.truncate(head_len);
     let is_notebook = resolved.path.extension().is_some_and(|e| e == "ipynb");
-    if nowait::active() && (!at_end || is_notebook || image_type(&head).is_some()) {
+    let image = image_type(&head);
+    if nowait::active() && (!at_end || is_notebook || image.is_some()) {
         // Attempts without waiting serve small text files read whole in the first read (the
         // only read they make); the rest is read where waiting is allowed.
         return Err(io_error(&resolved, nowait::would_block()));
     }
-    if let Some(mime_type) = image_type(&head) {
+    if let Some(mime_type) = image {
         return read_image(&resolved, file, head, &meta, mime_type, ctx);
     }
     if let Some(kind) = binary_kind(&head) {
