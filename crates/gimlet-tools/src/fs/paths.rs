@@ -237,6 +237,9 @@ impl RootSet {
         } else {
             given
         };
+        if let Some(resolved) = self.resolve_plain(given)? {
+            return Ok(self.locate(input, resolved, true));
+        }
         check_cached(first, given)?;
         let (resolved, exists) =
             resolve_components(first.path(), given).map_err(|err| match err {
@@ -247,6 +250,66 @@ impl RootSet {
                 other => other,
             })?;
         Ok(self.locate(input, resolved, exists))
+    }
+
+    /// The common case, decided by the kernel in one call: a path of plain names (no `..`)
+    /// that exists beneath a root with no symlink on the way. `openat2(O_PATH,
+    /// RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` from the root's handle succeeds only then, and
+    /// the resolved path is the root's path joined with the names: what the walk in
+    /// [`resolve_components`] finds for such a path, without one `lstat` per name. Anything
+    /// else (a symlink, `..`, a missing name, a path under no root) is left to the walk:
+    /// `None`. Inside a [`super::nowait::attempt`] the lookup is cache-only, and a lookup that
+    /// would wait is an error.
+    fn resolve_plain(&self, given: &Path) -> Result<Option<PathBuf>, PathError> {
+        let (root, relative) = if given.is_absolute() {
+            let Some(root) = self
+                .roots
+                .iter()
+                .filter(|r| given.starts_with(&r.path))
+                .max_by_key(|r| r.path.components().count())
+            else {
+                return Ok(None);
+            };
+            (root, given.strip_prefix(&root.path).unwrap_or(given))
+        } else {
+            let Some(first) = self.first() else {
+                return Ok(None);
+            };
+            (first, given)
+        };
+        let mut resolved = root.path.clone();
+        for component in relative.components() {
+            match component {
+                Component::Normal(name) => resolved.push(name),
+                Component::CurDir => {}
+                Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
+                    return Ok(None);
+                }
+            }
+        }
+        // Not `open_beneath`: its portable fallback opens a final symlink itself under `O_PATH`.
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::fs::ResolveFlags;
+            let resolve = ResolveFlags::BENEATH
+                | ResolveFlags::NO_SYMLINKS
+                | ResolveFlags::NO_MAGICLINKS
+                | cached_only();
+            let relative = if relative.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                relative
+            };
+            let flags = OFlags::PATH | OFlags::CLOEXEC;
+            match rustix::fs::openat2(root.fd(), relative, flags, Mode::empty(), resolve) {
+                Ok(_handle) => return Ok(Some(resolved)),
+                Err(rustix::io::Errno::AGAIN) if super::nowait::active() => {
+                    return Err(PathError::io(given, super::nowait::would_block()));
+                }
+                Err(_) => {}
+            }
+        }
+        Ok(None)
     }
 
     /// Where an already resolved absolute path lies.

@@ -407,3 +407,62 @@ fn without_waiting_cached_paths_resolve_and_open_and_the_rest_would_block() {
     let err = roots.resolve("/proc/self/root/etc/passwd").unwrap_err();
     assert!(matches!(err, PathError::MagicLink { .. }), "{err}");
 }
+
+#[test]
+fn plain_paths_are_resolved_by_the_kernel_as_the_walk_would_and_the_rest_left_to_it() {
+    let ws = TestWorkspace::new();
+    ws.write("src/main.rs", "fn main() {}");
+    ws.write("inner/deep/x.txt", "x");
+    symlink(ws.root().join("src"), ws.root().join("link")).unwrap();
+    symlink(ws.outside(), ws.root().join("out")).unwrap();
+    let second = ws.outside();
+    std::fs::write(second.join("b.txt"), "b").unwrap();
+    let roots = RootSet::open([ws.root(), second.clone()]).unwrap();
+    let absolute = ws.root().join("src/main.rs").display().to_string();
+    let in_second = second.join("b.txt").display().to_string();
+    for plain in [
+        "src/main.rs",
+        "./src/./main.rs",
+        "src",
+        ".",
+        "inner/deep/x.txt",
+        &absolute,
+        &in_second,
+    ] {
+        let kernel = roots.resolve_plain(Path::new(plain)).unwrap();
+        let first = roots.first().unwrap().path();
+        let (walked, exists) = resolve_components(first, Path::new(plain)).unwrap();
+        assert!(exists);
+        assert_eq!(kernel, Some(walked), "{plain}");
+        assert!(super::super::nowait::attempt(|| roots.resolve_plain(Path::new(plain))).is_ok());
+    }
+    // A symlink on the way (landing inside or out), `..`, a missing name, a file used as a
+    // directory, a path under no root: the walk decides.
+    let elsewhere = ws.outside().parent().unwrap().display().to_string();
+    for other in [
+        "link/main.rs",
+        "out/b.txt",
+        "out",
+        "src/../src/main.rs",
+        "src/missing.rs",
+        "src/main.rs/x",
+        "src/main.rs/",
+        &elsewhere,
+    ] {
+        assert_eq!(
+            roots.resolve_plain(Path::new(other)).unwrap(),
+            None,
+            "{other}"
+        );
+    }
+    // What the walk decides for them holds: the link inside resolves to its target, the one
+    // out is outside.
+    assert_eq!(
+        roots.resolve("link/main.rs").unwrap().path,
+        ws.root().join("src/main.rs")
+    );
+    assert_eq!(
+        roots.resolve("out/b.txt").unwrap().display(),
+        second.join("b.txt").display().to_string()
+    );
+}
