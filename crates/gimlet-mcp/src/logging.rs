@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
@@ -36,6 +37,34 @@ fn sinks() -> &'static Mutex<HashMap<String, Sink>> {
     SINKS.get_or_init(Mutex::default)
 }
 
+/// The [`rank`] of the finest level any sink takes (`u8::MAX` with none): an event below it
+/// is dropped by the layer's filter before it is built and dispatched (the answer is cached
+/// per callsite), so a call's debug events cost nothing while no client asked for them.
+static FINEST: AtomicU8 = AtomicU8::new(u8::MAX);
+
+/// Recomputes [`FINEST`]; called with the sinks' lock held, after every change to them.
+/// When it moves, `tracing` asks every callsite again (it caches the layer's answer).
+fn refresh_finest(sinks: &HashMap<String, Sink>) {
+    let finest = finest(sinks);
+    if FINEST.swap(finest, Ordering::Relaxed) != finest {
+        tracing::callsite::rebuild_interest_cache();
+    }
+}
+
+/// The [`rank`] of the finest level in `sinks`, `u8::MAX` if there are none.
+fn finest(sinks: &HashMap<String, Sink>) -> u8 {
+    sinks
+        .values()
+        .map(|s| rank(s.level))
+        .min()
+        .unwrap_or(u8::MAX)
+}
+
+/// Whether an event at `level` reaches a sink when the finest level taken ranks `finest`.
+fn wanted(level: Level, finest: u8) -> bool {
+    rank(mcp_level(level)) >= finest
+}
+
 /// Keeps a client's sink registered; dropping it unregisters.
 #[derive(Debug)]
 pub(crate) struct SinkGuard {
@@ -44,10 +73,9 @@ pub(crate) struct SinkGuard {
 
 impl Drop for SinkGuard {
     fn drop(&mut self) {
-        sinks()
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.key);
+        let mut sinks = sinks().lock().unwrap_or_else(PoisonError::into_inner);
+        sinks.remove(&self.key);
+        refresh_finest(&sinks);
     }
 }
 
@@ -62,10 +90,9 @@ pub(crate) fn register(key: &str, peer: Peer<RoleServer>, level: LoggingLevel) -
             }
         }
     });
-    sinks()
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(key.to_owned(), Sink { level, messages });
+    let mut sinks = sinks().lock().unwrap_or_else(PoisonError::into_inner);
+    sinks.insert(key.to_owned(), Sink { level, messages });
+    refresh_finest(&sinks);
     SinkGuard {
         key: key.to_owned(),
     }
@@ -74,13 +101,12 @@ pub(crate) fn register(key: &str, peer: Peer<RoleServer>, level: LoggingLevel) -
 /// Changes a registered sink's level; `false` if there is none.
 pub(crate) fn set_level(key: &str, level: LoggingLevel) -> bool {
     let mut sinks = sinks().lock().unwrap_or_else(PoisonError::into_inner);
-    match sinks.get_mut(key) {
-        Some(sink) => {
-            sink.level = level;
-            true
-        }
-        None => false,
-    }
+    let Some(sink) = sinks.get_mut(key) else {
+        return false;
+    };
+    sink.level = level;
+    refresh_finest(&sinks);
+    true
 }
 
 fn rank(level: LoggingLevel) -> u8 {
@@ -196,13 +222,16 @@ where
 }
 
 /// A `tracing` layer for the binary's subscriber: gimlet's events inside a session go to that
-/// session's client (see the module docs). Only `gimlet*` targets, debug and above.
+/// session's client (see the module docs). Only `gimlet*` targets, debug and above; events
+/// only at a level some client takes (spans always: they carry the session key).
 pub fn client_log_layer<S>() -> impl Layer<S> + Send + Sync + 'static
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     ClientLogLayer.with_filter(tracing_subscriber::filter::filter_fn(|meta| {
-        meta.target().starts_with("gimlet") && *meta.level() <= Level::DEBUG
+        meta.target().starts_with("gimlet")
+            && *meta.level() <= Level::DEBUG
+            && (meta.is_span() || wanted(*meta.level(), FINEST.load(Ordering::Relaxed)))
     }))
 }
 
@@ -216,5 +245,23 @@ mod tests {
         assert!(rank(LoggingLevel::Warning) < rank(LoggingLevel::Error));
         assert_eq!(mcp_level(Level::TRACE), LoggingLevel::Debug);
         assert_eq!(mcp_level(Level::WARN), LoggingLevel::Warning);
+    }
+
+    #[test]
+    fn events_are_wanted_down_to_the_finest_level_a_sink_takes() {
+        let sink = |level| {
+            let (messages, _) = mpsc::unbounded_channel();
+            Sink { level, messages }
+        };
+        let mut sinks = HashMap::new();
+        assert!(!wanted(Level::ERROR, finest(&sinks)));
+        sinks.insert(String::from("a"), sink(LoggingLevel::Warning));
+        assert!(wanted(Level::WARN, finest(&sinks)));
+        assert!(!wanted(Level::INFO, finest(&sinks)));
+        sinks.insert(String::from("b"), sink(LoggingLevel::Debug));
+        assert!(wanted(Level::DEBUG, finest(&sinks)));
+        sinks.remove("b");
+        assert!(!wanted(Level::DEBUG, finest(&sinks)));
+        assert!(wanted(Level::ERROR, finest(&sinks)));
     }
 }

@@ -474,7 +474,7 @@ impl ServerHandler for GimletServer {
         let ctx = self.context(&rc, &params);
         let session = Arc::clone(ctx.session());
         let (log_to, _call_sink) = self.log_target(&rc, &session);
-        let span = tracing::info_span!("call", log_to = %log_to, tool = %params.name);
+        let span = tracing::info_span!("call", log_to = log_to.as_str(), tool = &*params.name);
         let input = params.arguments.map_or(Value::Null, Value::Object);
         let registry = self.app.registry();
         let run = pipeline::run_on_worker(registry, params.name.to_string(), input, ctx);
@@ -482,14 +482,13 @@ impl ServerHandler for GimletServer {
             Ok(report) => report,
             Err(err @ CallError::UnknownTool { .. }) => return Err(mapping::call_error(&err)),
         };
-        span.in_scope(|| {
-            tracing::debug!(
-                tool = %params.name,
-                duration_ms = report.duration.as_millis(),
-                ok = report.result.is_ok(),
-                "call finished"
-            );
-        });
+        tracing::debug!(
+            parent: &span,
+            tool = %params.name,
+            duration_ms = report.duration.as_millis(),
+            ok = report.result.is_ok(),
+            "call finished"
+        );
         match report.result {
             Ok(output) => {
                 if let Some(file) = output.truncated.as_ref().and_then(|t| t.spill.as_ref()) {
