@@ -6,13 +6,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// mimalloc: a small call allocates and frees about a hundred blocks (JSON values, strings,
-/// Tokio task cells); with it a small `read` runs 14% fewer instructions than with glibc's
-/// allocator (docs/performance.md). Built without transparent huge pages (`no_thp`), which
-/// would cost ~5 MiB of resident memory for nothing in a server this small.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// gimlet: the coding-agent tool set as an MCP server.
 #[derive(Debug, Parser)]
 #[command(name = "gimlet", version, about, long_about = None)]
