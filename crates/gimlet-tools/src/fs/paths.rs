@@ -5,6 +5,9 @@
 //! 1. [`RootSet::resolve`] walks the path component by component, following symlinks by
 //!    reading them (never by string tricks), and decides containment on the resolved path with
 //!    [`Path::starts_with`], which compares whole components (`/ws-evil` is not inside `/ws`).
+//!    A path of plain names beneath a root with no symlink on the way is decided by the kernel
+//!    instead, in one `openat2(O_PATH, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` from the root's
+//!    handle, with the same answer.
 //! 2. [`ResolvedPath`] is then opened *relative to the root's directory handle* by its
 //!    resolved, symlink-free relative path with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 //!    RESOLVE_NO_MAGICLINKS)` (or, where `openat2` is missing, one `openat(O_NOFOLLOW)` per
