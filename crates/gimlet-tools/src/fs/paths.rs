@@ -265,12 +265,7 @@ impl RootSet {
     /// would wait is an error.
     fn resolve_plain(&self, given: &Path) -> Result<Option<PathBuf>, PathError> {
         let (root, relative) = if given.is_absolute() {
-            let Some(root) = self
-                .roots
-                .iter()
-                .filter(|r| given.starts_with(&r.path))
-                .max_by_key(|r| r.path.components().count())
-            else {
+            let Some(root) = self.root_of(given) else {
                 return Ok(None);
             };
             (root, given.strip_prefix(&root.path).unwrap_or(given))
@@ -317,13 +312,7 @@ impl RootSet {
 
     /// Where an already resolved absolute path lies.
     pub fn locate(&self, input: &str, resolved: PathBuf, exists: bool) -> ResolvedPath {
-        // The most specific root wins when roots nest.
-        let root = self
-            .roots
-            .iter()
-            .filter(|r| resolved.starts_with(&r.path))
-            .max_by_key(|r| r.path.components().count());
-        let location = match root {
+        let location = match self.root_of(&resolved) {
             Some(root) => {
                 let relative = resolved
                     .strip_prefix(&root.path)
@@ -344,6 +333,15 @@ impl RootSet {
             exists,
             location,
         }
+    }
+
+    /// The root an absolute path lies in, by its components; the most specific one when roots
+    /// nest.
+    fn root_of(&self, path: &Path) -> Option<&Arc<Root>> {
+        self.roots
+            .iter()
+            .filter(|r| path.starts_with(&r.path))
+            .max_by_key(|r| r.path.components().count())
     }
 
     /// Whether an absolute, resolved path lies inside one of the roots.
