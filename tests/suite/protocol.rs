@@ -224,6 +224,67 @@ async fn sighup_reloads_the_config_and_announces_the_new_tool_list() {
 }
 
 #[tokio::test]
+async fn requests_that_cannot_be_delivered_are_still_answered_with_their_id() {
+    use tokio::io::AsyncBufReadExt;
+    let root = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let mut child = command(data.path())
+        .args(["--root"])
+        .arg(root.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+        .to_string(),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        // No JSON-RPC 2.0 message.
+        json!({"jsonrpc": "1.0", "id": 2, "method": "ping"}).to_string(),
+        // Nested deeper than the JSON parser goes.
+        format!(
+            r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"read","arguments":{{"path":{deep}}}}}}}"#
+        ),
+        // Garbage, and a notification just as deep: nothing to answer.
+        String::from("not json"),
+        format!(r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{deep}}}"#),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}).to_string(),
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for line in &lines {
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    stdin.flush().await.unwrap();
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
+    let mut replies = Vec::new();
+    for _ in 0..4 {
+        let mut line = String::new();
+        tokio::time::timeout(Duration::from_secs(20), stdout.read_line(&mut line))
+            .await
+            .unwrap_or_else(|_| panic!("a request was left unanswered; got {replies:?}"))
+            .unwrap();
+        replies.push(serde_json::from_str::<Value>(&line).unwrap());
+    }
+    drop(stdin);
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).await.unwrap();
+    assert_eq!(rest, "", "more answers than requests");
+    let by_id = |id: i64| replies.iter().find(|m| m["id"] == id).unwrap();
+    assert_eq!(by_id(2)["error"]["code"], -32600);
+    assert_eq!(by_id(3)["error"]["code"], -32700);
+    let message = by_id(3)["error"]["message"].as_str().unwrap();
+    assert!(message.contains("nested more than 128 levels"), "{message}");
+    assert_eq!(by_id(4)["result"], json!({}));
+    child.wait().await.unwrap();
+}
+
+#[tokio::test]
 async fn params_that_do_not_fit_a_method_are_invalid_params_that_say_why() {
     use rmcp::model::{ClientRequest, CustomRequest};
     let gimlet = crate::common::Gimlet::start().await;

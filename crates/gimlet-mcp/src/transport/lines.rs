@@ -8,7 +8,10 @@
 //! and any `tools/call` the direct decoder does not accept, goes through rmcp's codec, so the
 //! wire behaviour is rmcp's: the same line limit, BOM and CR handling, ignored non-MCP
 //! notifications, unparsable lines dropped and a well-formed but unrecognised message answered
-//! with Invalid Request.
+//! with Invalid Request. Two differences, so that no request is left unanswered: the answer to
+//! an unrecognised request carries its id (rmcp's carries none), and a request that is valid
+//! JSON serde cannot read (nested deeper than its 128 levels, say) gets a Parse error with its
+//! id instead of nothing.
 
 use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
@@ -96,18 +99,14 @@ where
         }
     }
 
-    /// Answers a message that is no JSON-RPC message we know. The answer goes out on its own
-    /// task: `receive` may be dropped at any await (rmcp polls it in a `select!`), and a write
-    /// cut short would garble the stream.
-    fn answer_invalid(&mut self) {
-        let response = TxJsonRpcMessage::<RoleServer>::error(
-            ErrorData::invalid_request("Invalid request", None),
-            None,
-        );
-        let send = self.send(response);
+    /// Answers a message that could not be delivered. The answer goes out on its own task:
+    /// `receive` may be dropped at any await (rmcp polls it in a `select!`), and a write cut
+    /// short would garble the stream.
+    fn answer(&mut self, error: ErrorData, id: Option<RequestId>) {
+        let send = self.send(TxJsonRpcMessage::<RoleServer>::error(error, id));
         tokio::spawn(async move {
             if let Err(err) = send.await {
-                tracing::debug!("cannot answer an invalid message: {err}");
+                tracing::debug!("cannot answer an unreadable message: {err}");
             }
         });
     }
@@ -145,21 +144,36 @@ where
             if !self.read_line().await {
                 return None;
             }
-            let decoded = decode(&self.line);
-            self.line.clear();
-            match decoded {
-                Ok(Some(message)) => return Some(message),
-                Ok(None) => {}
+            let answer = match decode(&self.line) {
+                Ok(Some(message)) => {
+                    self.line.clear();
+                    return Some(message);
+                }
+                Ok(None) => None,
                 Err(JsonRpcMessageCodecError::Serde(err)) if !err.is_syntax() && !err.is_eof() => {
-                    // Well-formed JSON that is no JSON-RPC message we know: a protocol error.
+                    // Well-formed JSON that is no JSON-RPC message we know: a protocol error,
+                    // answered with the request's id when it has one.
                     tracing::debug!("protocol error on an incoming message: {err}");
-                    self.answer_invalid();
+                    let id = request_id(body(&self.line));
+                    Some((ErrorData::invalid_request("Invalid request", None), id))
+                }
+                Err(JsonRpcMessageCodecError::Serde(err)) if err.is_syntax() => {
+                    // JSON we cannot read. A request whose outline can still be read (nested
+                    // deeper than the parser's limit, say) is answered, so that its client is
+                    // not left waiting. Garbage is not: there is no id to answer, and
+                    // answering it can start an error storm with a peer that echoes it.
+                    // Other MCP SDKs ignore it too.
+                    tracing::debug!("cannot read an incoming message: {err}");
+                    request_id(body(&self.line)).map(|id| (unreadable(&err), Some(id)))
                 }
                 Err(err) => {
-                    // Not JSON: there is no id to answer, and answering garbage can start an
-                    // error storm with a peer that echoes it. Other MCP SDKs ignore it too.
                     tracing::debug!("ignoring an unparsable incoming message: {err}");
+                    None
                 }
+            };
+            self.line.clear();
+            if let Some((error, id)) = answer {
+                self.answer(error, id);
             }
         }
     }
@@ -173,9 +187,7 @@ where
 /// One line (with its `\n`) as a client message. `Ok(None)`: nothing to deliver (blank, or
 /// a notification rmcp ignores for compatibility).
 fn decode(line: &[u8]) -> Result<Option<RxJsonRpcMessage<RoleServer>>, JsonRpcMessageCodecError> {
-    let body = line.strip_suffix(b"\n").unwrap_or(line);
-    let body = body.strip_suffix(b"\r").unwrap_or(body);
-    let body = body.strip_prefix(BOM).unwrap_or(body);
+    let body = body(line);
     if body.is_empty() {
         return Ok(None);
     }
@@ -186,6 +198,54 @@ fn decode(line: &[u8]) -> Result<Option<RxJsonRpcMessage<RoleServer>>, JsonRpcMe
     // The codec strips the BOM and the CR itself; a fresh one per line has no state to keep.
     JsonRpcMessageCodec::<RxJsonRpcMessage<RoleServer>>::new_with_max_length(MAX_LINE)
         .decode(&mut buffer)
+}
+
+/// The message in a line: without its line ending and a leading byte order mark.
+fn body(line: &[u8]) -> &[u8] {
+    let body = line.strip_suffix(b"\n").unwrap_or(line);
+    let body = body.strip_suffix(b"\r").unwrap_or(body);
+    body.strip_prefix(BOM).unwrap_or(body)
+}
+
+/// The top-level members of a message that could not be decoded, enough to answer it.
+/// `serde_json` skips the members it ignores without a depth limit, so this reads the outline
+/// of a message nested deeper than a full parse allows.
+#[derive(Deserialize)]
+struct Outline {
+    #[serde(default)]
+    id: Option<RequestId>,
+    #[serde(default, deserialize_with = "present")]
+    method: bool,
+    #[serde(default, deserialize_with = "present")]
+    result: bool,
+    #[serde(default, deserialize_with = "present")]
+    error: bool,
+}
+
+/// The id of an undecodable message if it is a request (an object with a method and an id,
+/// no result or error). A response is never answered: its id is one of ours, and an error
+/// with it would reach whichever request of the client's own carries the same id.
+fn request_id(body: &[u8]) -> Option<RequestId> {
+    if !body.trim_ascii_start().starts_with(b"{") {
+        return None;
+    }
+    let outline: Outline = serde_json::from_slice(body).ok()?;
+    (outline.method && !outline.result && !outline.error)
+        .then_some(outline.id)
+        .flatten()
+}
+
+/// The answer to a request whose JSON could not be read.
+fn unreadable(err: &serde_json::Error) -> ErrorData {
+    let message = if err.to_string().starts_with("recursion limit exceeded") {
+        String::from(
+            "the request is nested more than 128 levels deep, deeper than gimlet reads; send \
+             it with less nesting",
+        )
+    } else {
+        format!("cannot read the request as JSON: {err}")
+    };
+    ErrorData::parse_error(message, None)
 }
 
 /// A `tools/call` request, the shape rmcp accepts: `jsonrpc: "2.0"`, an id, the method, its

@@ -1,6 +1,8 @@
+use std::time::Duration;
+
 use rmcp::model::{ClientNotification, RequestMetaObject, ServerResult};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 
 use super::*;
 
@@ -124,7 +126,7 @@ fn transport(
     (transport, client_out, tokio::io::BufReader::new(client_in))
 }
 
-fn request_id(message: &RxJsonRpcMessage<RoleServer>) -> Value {
+fn request_id_of(message: &RxJsonRpcMessage<RoleServer>) -> Value {
     match message {
         JsonRpcMessage::Request(request) => serde_json::to_value(&request.id).unwrap(),
         _ => Value::Null,
@@ -152,7 +154,7 @@ async fn the_stream_is_framed_like_rmcps() {
     });
 
     let first = transport.receive().await.unwrap();
-    assert_eq!(request_id(&first), json!(1));
+    assert_eq!(request_id_of(&first), json!(1));
     // The over-long call is dropped, the non-message is answered with Invalid Request, the
     // garbage is ignored, and the ping after them arrives.
     let ping = transport.receive().await.unwrap();
@@ -166,7 +168,7 @@ async fn the_stream_is_framed_like_rmcps() {
         ),
         "{ping:?}"
     );
-    assert_eq!(request_id(&ping), json!(3));
+    assert_eq!(request_id_of(&ping), json!(3));
     let mut answer = String::new();
     replies.read_line(&mut answer).await.unwrap();
     let answer: Value = serde_json::from_str(&answer).unwrap();
@@ -201,7 +203,7 @@ async fn a_receive_dropped_mid_line_loses_nothing() {
         .await
         .unwrap();
     let message = transport.receive().await.unwrap();
-    assert_eq!(request_id(&message), json!(5));
+    assert_eq!(request_id_of(&message), json!(5));
 }
 
 #[tokio::test]
@@ -232,4 +234,108 @@ async fn messages_go_out_one_per_line() {
         ))
         .await;
     assert!(after.is_err());
+}
+
+/// `depth` arrays one inside the other.
+fn nested(depth: usize) -> String {
+    format!("{}{}", "[".repeat(depth), "]".repeat(depth))
+}
+
+#[test]
+fn only_requests_have_an_id_to_answer() {
+    let deep = nested(200);
+    let cases = [
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{deep}}}"#),
+            Some(json!(4)),
+        ),
+        (
+            format!(r#"{{"params":{deep},"id":"x","method":"ping"}}"#),
+            Some(json!("x")),
+        ),
+        // A notification, a response and an error reply have no id of the client's to answer.
+        (
+            format!(r#"{{"jsonrpc":"2.0","method":"notifications/x","params":{deep}}}"#),
+            None,
+        ),
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":"e1","result":{deep}}}"#),
+            None,
+        ),
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":5,"method":"m","error":{deep}}}"#),
+            None,
+        ),
+        (
+            String::from(r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#),
+            None,
+        ),
+        // Not an object, or not JSON at all.
+        (format!(r#"[{{"id":1,"method":"ping"}},{deep}]"#), None),
+        (String::from(r#"{"id":1,"method":"ping""#), None),
+        (String::from("id: 1"), None),
+    ];
+    for (line, expected) in cases {
+        let id = request_id(line.as_bytes()).map(|id| serde_json::to_value(id).unwrap());
+        assert_eq!(id, expected, "{line}");
+    }
+}
+
+#[test]
+fn an_unreadable_request_is_told_why() {
+    let deep = serde_json::from_str::<Value>(&nested(200)).unwrap_err();
+    assert_eq!(
+        unreadable(&deep).message,
+        "the request is nested more than 128 levels deep, deeper than gimlet reads; send it \
+         with less nesting"
+    );
+    assert_eq!(unreadable(&deep).code, rmcp::model::ErrorCode::PARSE_ERROR);
+    let bad = serde_json::from_slice::<Value>(b"\"\xff\"").unwrap_err();
+    assert!(
+        unreadable(&bad)
+            .message
+            .starts_with("cannot read the request as JSON: invalid unicode code point"),
+        "{bad}"
+    );
+}
+
+#[tokio::test]
+async fn requests_that_cannot_be_delivered_are_answered_with_their_id() {
+    let (mut transport, mut client, mut replies) = transport(MAX_LINE);
+    let deep = nested(200);
+    let input = format!(
+        "{}\n{}\n{}\n{}\n{}\n",
+        // Answered: a request too deep to parse, and one that is no JSON-RPC 2.0 message.
+        format_args!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"read","arguments":{{"path":{deep}}}}}}}"#
+        ),
+        r#"{"jsonrpc":"1.0","id":"v1","method":"ping"}"#,
+        // Not answered: a notification and a response just as deep.
+        format_args!(r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{deep}}}"#),
+        format_args!(r#"{{"jsonrpc":"2.0","id":"e1","result":{deep}}}"#),
+        r#"{"jsonrpc":"2.0","id":8,"method":"ping"}"#,
+    );
+    client.write_all(input.as_bytes()).await.unwrap();
+    let ping = transport.receive().await.unwrap();
+    assert_eq!(request_id_of(&ping), json!(8));
+    let mut answers = Vec::new();
+    for _ in 0..2 {
+        let mut line = String::new();
+        tokio::time::timeout(Duration::from_secs(10), replies.read_line(&mut line))
+            .await
+            .expect("a request was left unanswered")
+            .unwrap();
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        answers.push((answer["id"].clone(), answer["error"]["code"].clone()));
+    }
+    answers.sort_by_key(|(id, _)| id.to_string());
+    assert_eq!(
+        answers,
+        [(json!("v1"), json!(-32600)), (json!(7), json!(-32700))]
+    );
+    // Nothing else was answered.
+    transport.close().await.unwrap();
+    let mut rest = String::new();
+    replies.read_to_string(&mut rest).await.unwrap();
+    assert_eq!(rest, "");
 }
