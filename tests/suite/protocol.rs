@@ -224,7 +224,7 @@ async fn sighup_reloads_the_config_and_announces_the_new_tool_list() {
 }
 
 #[tokio::test]
-async fn requests_that_cannot_be_delivered_are_still_answered_with_their_id() {
+async fn requests_that_cannot_be_read_are_still_answered_with_their_id() {
     use tokio::io::AsyncBufReadExt;
     let root = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
@@ -248,6 +248,11 @@ async fn requests_that_cannot_be_delivered_are_still_answered_with_their_id() {
         format!(
             r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"read","arguments":{{"path":{deep}}}}}}}"#
         ),
+        // Longer than the 16 MiB a message may have, its id before the cut.
+        format!(
+            r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"write","arguments":{{"path":"big.txt","content":"{}"}}}}}}"#,
+            "x".repeat(17 << 20)
+        ),
         // Garbage, and a notification just as deep: nothing to answer.
         String::from("not json"),
         format!(r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{deep}}}"#),
@@ -263,7 +268,7 @@ async fn requests_that_cannot_be_delivered_are_still_answered_with_their_id() {
     stdin.flush().await.unwrap();
     let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
     let mut replies = Vec::new();
-    for _ in 0..4 {
+    for _ in 0..5 {
         let mut line = String::new();
         tokio::time::timeout(Duration::from_secs(20), stdout.read_line(&mut line))
             .await
@@ -281,6 +286,10 @@ async fn requests_that_cannot_be_delivered_are_still_answered_with_their_id() {
     let message = by_id(3)["error"]["message"].as_str().unwrap();
     assert!(message.contains("nested more than 128 levels"), "{message}");
     assert_eq!(by_id(4)["result"], json!({}));
+    assert_eq!(by_id(5)["error"]["code"], -32600);
+    let message = by_id(5)["error"]["message"].as_str().unwrap();
+    assert!(message.contains("longer than 16 MiB"), "{message}");
+    assert!(!root.path().join("big.txt").exists());
     child.wait().await.unwrap();
 }
 

@@ -8,10 +8,11 @@
 //! and any `tools/call` the direct decoder does not accept, goes through rmcp's codec, so the
 //! wire behaviour is rmcp's: the same line limit, BOM and CR handling, ignored non-MCP
 //! notifications, unparsable lines dropped and a well-formed but unrecognised message answered
-//! with Invalid Request. Two differences, so that no request is left unanswered: the answer to
-//! an unrecognised request carries its id (rmcp's carries none), and a request that is valid
-//! JSON serde cannot read (nested deeper than its 128 levels, say) gets a Parse error with its
-//! id instead of nothing.
+//! with Invalid Request. One difference: no request whose id can be read is left unanswered.
+//! The answer to an unrecognised request carries its id (rmcp's carries none); a request whose
+//! JSON cannot be read (nested deeper than serde's 128 levels, malformed after its id, cut
+//! short) gets a Parse error with its id, and one over the line limit an Invalid Request with
+//! its id, where the id comes before the cut; rmcp drops both.
 
 use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
@@ -33,6 +34,9 @@ use tokio_util::codec::Decoder;
 
 /// Lines longer than this are discarded (rmcp's limit for its stream transport).
 const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// How much of an over-long line is kept to find the request to answer: its first members.
+const HEAD: usize = 4096;
 
 /// UTF-8 byte order mark; JSON parsers may ignore a leading one (RFC 8259 §8.1).
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -80,14 +84,24 @@ where
             let newline = available.iter().position(|b| *b == b'\n');
             let take = newline.map_or(available.len(), |at| at + 1);
             if self.discarding {
-                self.discarding = newline.is_none();
+                if newline.is_some() {
+                    self.discarding = false;
+                    self.answer_oversized();
+                }
             } else if self.line.len() + take > self.max_line {
                 tracing::error!(
                     max_line_length = self.max_line,
                     "an incoming message exceeded the maximum line length; discarding it"
                 );
-                self.line.clear();
-                self.discarding = newline.is_none();
+                // Its head is kept: it may say which request to answer.
+                let room = HEAD.saturating_sub(self.line.len()).min(take);
+                self.line.truncate(HEAD);
+                self.line.extend_from_slice(&available[..room]);
+                if newline.is_some() {
+                    self.answer_oversized();
+                } else {
+                    self.discarding = true;
+                }
             } else {
                 self.line.extend_from_slice(&available[..take]);
                 if newline.is_some() {
@@ -97,6 +111,20 @@ where
             }
             self.read.consume(take);
         }
+    }
+
+    /// Answers a line that was too long to read, if its head (in `self.line`) shows a request,
+    /// and forgets it.
+    fn answer_oversized(&mut self) {
+        if let Some(id) = request_id(&self.line) {
+            let message = format!(
+                "the request is longer than {}, the most gimlet reads in one message; send less \
+                 in one call",
+                size(self.max_line)
+            );
+            self.answer(ErrorData::invalid_request(message, None), Some(id));
+        }
+        self.line.clear();
     }
 
     /// Answers a message that could not be delivered. The answer goes out on its own task:
@@ -157,12 +185,13 @@ where
                     let id = request_id(body(&self.line));
                     Some((ErrorData::invalid_request("Invalid request", None), id))
                 }
-                Err(JsonRpcMessageCodecError::Serde(err)) if err.is_syntax() => {
-                    // JSON we cannot read. A request whose outline can still be read (nested
-                    // deeper than the parser's limit, say) is answered, so that its client is
-                    // not left waiting. Garbage is not: there is no id to answer, and
-                    // answering it can start an error storm with a peer that echoes it.
-                    // Other MCP SDKs ignore it too.
+                Err(JsonRpcMessageCodecError::Serde(err)) => {
+                    // JSON we cannot read: malformed, cut short, or nested deeper than the
+                    // parser goes. If its top level, as far as it reads, shows a request, the
+                    // request is answered, so that its client is not left waiting. Anything
+                    // else is not: an answer without an id helps no client, and answering
+                    // garbage can start an error storm with a peer that echoes it (other MCP
+                    // SDKs ignore it too).
                     tracing::debug!("cannot read an incoming message: {err}");
                     request_id(body(&self.line)).map(|id| (unreadable(&err), Some(id)))
                 }
@@ -207,32 +236,74 @@ fn body(line: &[u8]) -> &[u8] {
     body.strip_prefix(BOM).unwrap_or(body)
 }
 
-/// The top-level members of a message that could not be decoded, enough to answer it.
-/// `serde_json` skips the members it ignores without a depth limit, so this reads the outline
-/// of a message nested deeper than a full parse allows.
-#[derive(Deserialize)]
+/// The top-level members of a message that could not be decoded, as far as they can be read:
+/// enough to answer it. `serde_json` skips the values it ignores without a depth limit, so
+/// this reads the outline of a message nested deeper than a full parse allows; and what was
+/// read before an error stays, so the head of a line cut short or malformed further on tells
+/// too.
+#[derive(Default)]
 struct Outline {
-    #[serde(default)]
     id: Option<RequestId>,
-    #[serde(default, deserialize_with = "present")]
     method: bool,
-    #[serde(default, deserialize_with = "present")]
     result: bool,
-    #[serde(default, deserialize_with = "present")]
     error: bool,
 }
 
-/// The id of an undecodable message if it is a request (an object with a method and an id,
-/// no result or error). A response is never answered: its id is one of ours, and an error
-/// with it would reach whichever request of the client's own carries the same id.
-fn request_id(body: &[u8]) -> Option<RequestId> {
-    if !body.trim_ascii_start().starts_with(b"{") {
-        return None;
+impl<'de> serde::de::DeserializeSeed<'de> for &mut Outline {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_map(self)
     }
-    let outline: Outline = serde_json::from_slice(body).ok()?;
+}
+
+impl<'de> serde::de::Visitor<'de> for &mut Outline {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("a JSON-RPC message")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match &*key {
+                "id" => {
+                    self.id = map.next_value()?;
+                    continue;
+                }
+                "method" => self.method = true,
+                "result" => self.result = true,
+                "error" => self.error = true,
+                _ => {}
+            }
+            map.next_value::<serde::de::IgnoredAny>()?;
+        }
+        Ok(())
+    }
+}
+
+/// The id of an undecodable message if it is a request: an object whose top level, as far as
+/// it can be read, has a method and an id and no result or error. A response is never
+/// answered: its id is one of ours, and an error with it would reach whichever request of the
+/// client's own carries the same id.
+fn request_id(body: &[u8]) -> Option<RequestId> {
+    use serde::de::DeserializeSeed as _;
+    let mut outline = Outline::default();
+    // An error ends the reading; what was read before it stays in `outline`.
+    let _ = (&mut outline).deserialize(&mut serde_json::Deserializer::from_slice(body));
     (outline.method && !outline.result && !outline.error)
         .then_some(outline.id)
         .flatten()
+}
+
+/// `bytes` for a message: in MiB when it is a whole number of them.
+fn size(bytes: usize) -> String {
+    const MIB: usize = 1 << 20;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        format!("{bytes} bytes")
+    }
 }
 
 /// The answer to a request whose JSON could not be read.

@@ -126,6 +126,16 @@ fn transport(
     (transport, client_out, tokio::io::BufReader::new(client_in))
 }
 
+/// The next line the client reads, as JSON; fails rather than waits when none comes.
+async fn next_reply(replies: &mut tokio::io::BufReader<tokio::io::DuplexStream>) -> Value {
+    let mut line = String::new();
+    tokio::time::timeout(Duration::from_secs(10), replies.read_line(&mut line))
+        .await
+        .expect("no answer came")
+        .unwrap();
+    serde_json::from_str(&line).unwrap()
+}
+
 fn request_id_of(message: &RxJsonRpcMessage<RoleServer>) -> Value {
     match message {
         JsonRpcMessage::Request(request) => serde_json::to_value(&request.id).unwrap(),
@@ -155,8 +165,8 @@ async fn the_stream_is_framed_like_rmcps() {
 
     let first = transport.receive().await.unwrap();
     assert_eq!(request_id_of(&first), json!(1));
-    // The over-long call is dropped, the non-message is answered with Invalid Request, the
-    // garbage is ignored, and the ping after them arrives.
+    // The over-long call is dropped and answered, the non-message is answered with Invalid
+    // Request, the garbage is ignored, and the ping after them arrives.
     let ping = transport.receive().await.unwrap();
     assert!(
         matches!(
@@ -169,11 +179,20 @@ async fn the_stream_is_framed_like_rmcps() {
         "{ping:?}"
     );
     assert_eq!(request_id_of(&ping), json!(3));
-    let mut answer = String::new();
-    replies.read_line(&mut answer).await.unwrap();
-    let answer: Value = serde_json::from_str(&answer).unwrap();
-    assert_eq!(answer["error"]["code"], json!(-32600), "{answer}");
-    assert!(answer["id"].is_null(), "{answer}");
+    let mut answers = Vec::new();
+    for _ in 0..2 {
+        answers.push(next_reply(&mut replies).await);
+    }
+    answers.sort_by_key(|answer| answer["id"].to_string());
+    assert_eq!(answers[0]["id"], json!(2), "{answers:?}");
+    assert_eq!(answers[0]["error"]["code"], json!(-32600), "{answers:?}");
+    assert_eq!(
+        answers[0]["error"]["message"],
+        "the request is longer than 200 bytes, the most gimlet reads in one message; send less \
+         in one call"
+    );
+    assert!(answers[1]["id"].is_null(), "{answers:?}");
+    assert_eq!(answers[1]["error"]["code"], json!(-32600), "{answers:?}");
     let cancelled = transport.receive().await.unwrap();
     assert!(
         matches!(
@@ -218,9 +237,7 @@ async fn messages_go_out_one_per_line() {
     }
     let mut ids = Vec::new();
     for _ in 0..20 {
-        let mut line = String::new();
-        replies.read_line(&mut line).await.unwrap();
-        let message: Value = serde_json::from_str(&line).unwrap();
+        let message = next_reply(&mut replies).await;
         assert_eq!(message["jsonrpc"], "2.0");
         ids.push(message["id"].as_i64().unwrap());
     }
@@ -270,10 +287,31 @@ fn only_requests_have_an_id_to_answer() {
             String::from(r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#),
             None,
         ),
+        // What comes before an error is read: a request cut short or malformed further on.
+        (String::from(r#"{"id":1,"method":"ping""#), Some(json!(1))),
+        (
+            String::from(r#"{"jsonrpc":"2.0","id":2,"method":"ping",}"#),
+            Some(json!(2)),
+        ),
+        (
+            String::from(
+                r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"write","arguments":{"content":"abc"#,
+            ),
+            Some(json!(3)),
+        ),
+        // ... but not what comes after it.
+        (
+            String::from(r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"wr"#),
+            None,
+        ),
+        (
+            String::from(r#"{"jsonrpc":"2.0","id":4,"params":[,"method":"x"}"#),
+            None,
+        ),
         // Not an object, or not JSON at all.
         (format!(r#"[{{"id":1,"method":"ping"}},{deep}]"#), None),
-        (String::from(r#"{"id":1,"method":"ping""#), None),
         (String::from("id: 1"), None),
+        (String::new(), None),
     ];
     for (line, expected) in cases {
         let id = request_id(line.as_bytes()).map(|id| serde_json::to_value(id).unwrap());
@@ -320,12 +358,7 @@ async fn requests_that_cannot_be_delivered_are_answered_with_their_id() {
     assert_eq!(request_id_of(&ping), json!(8));
     let mut answers = Vec::new();
     for _ in 0..2 {
-        let mut line = String::new();
-        tokio::time::timeout(Duration::from_secs(10), replies.read_line(&mut line))
-            .await
-            .expect("a request was left unanswered")
-            .unwrap();
-        let answer: Value = serde_json::from_str(&line).unwrap();
+        let answer = next_reply(&mut replies).await;
         answers.push((answer["id"].clone(), answer["error"]["code"].clone()));
     }
     answers.sort_by_key(|(id, _)| id.to_string());
@@ -338,4 +371,42 @@ async fn requests_that_cannot_be_delivered_are_answered_with_their_id() {
     let mut rest = String::new();
     replies.read_to_string(&mut rest).await.unwrap();
     assert_eq!(rest, "");
+}
+
+#[tokio::test]
+async fn an_over_long_request_is_answered_when_its_head_names_it() {
+    let (mut transport, mut client, mut replies) = transport(100);
+    let content = "x".repeat(5000);
+    let input = [
+        // The id before the cut: answered.
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"write","arguments":{{"content":"{content}"}}}}}}"#
+        ),
+        // The id after it, a notification, and a response: not answered.
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"write","arguments":{{"content":"{content}"}}}},"id":2}}"#
+        ),
+        format!(r#"{{"jsonrpc":"2.0","method":"notifications/x","params":"{content}"}}"#),
+        format!(r#"{{"jsonrpc":"2.0","id":3,"result":"{content}"}}"#),
+        String::from(r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#),
+    ]
+    .join("\n")
+        + "\n";
+    client.write_all(input.as_bytes()).await.unwrap();
+    let ping = transport.receive().await.unwrap();
+    assert_eq!(request_id_of(&ping), json!(4));
+    let answer = next_reply(&mut replies).await;
+    assert_eq!(answer["id"], json!(1), "{answer}");
+    assert_eq!(answer["error"]["code"], json!(-32600), "{answer}");
+    transport.close().await.unwrap();
+    let mut rest = String::new();
+    replies.read_to_string(&mut rest).await.unwrap();
+    assert_eq!(rest, "");
+}
+
+#[test]
+fn sizes_are_said_in_mib_when_whole() {
+    assert_eq!(size(MAX_LINE), "16 MiB");
+    assert_eq!(size(200), "200 bytes");
+    assert_eq!(size((1 << 20) + 1), "1048577 bytes");
 }
