@@ -19,7 +19,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio::process::Command;
 
@@ -154,6 +154,37 @@ pub fn command(data: &Path) -> Command {
         .env_remove("TAVILY_API_KEY");
     command.kill_on_drop(true);
     command
+}
+
+/// `gimlet serve --root <root>` for a client that speaks raw JSON-RPC lines: stdin and stdout
+/// piped, stderr dropped (set it again to read it).
+pub fn raw_command(data: &Path, root: &Path) -> Command {
+    let mut command = command(data);
+    command
+        .arg("--root")
+        .arg(root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    command
+}
+
+/// The `initialize` request of a raw client named `client`, id 1.
+pub fn initialize_request(client: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": client, "version": "1"}}})
+}
+
+/// Writes each of `lines` with its newline, as a raw client does.
+pub async fn write_lines(stdin: &mut tokio::process::ChildStdin, lines: &[impl std::fmt::Display]) {
+    use tokio::io::AsyncWriteExt as _;
+    for line in lines {
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    stdin.flush().await.unwrap();
 }
 
 impl Gimlet {

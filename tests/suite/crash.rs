@@ -1,12 +1,11 @@
 //! Killing the server at any moment leaves the old file or the new one, never a mix.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use crate::common::command;
+use crate::common::{initialize_request, raw_command};
 
 fn content(letter: char) -> String {
     let line: String = std::iter::repeat_n(letter, 79)
@@ -33,19 +32,10 @@ async fn sigkill_during_large_writes_leaves_old_or_new() {
     for round in 0..16u32 {
         let current = std::fs::read_to_string(&path).unwrap();
         let next = if current == a { &b } else { &a };
-        let mut child = command(data.path())
-            .arg("--root")
-            .arg(root.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = raw_command(data.path(), root.path()).spawn().unwrap();
         let mut stdin = child.stdin.take().unwrap();
         let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-        send(&mut stdin, &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "crash", "version": "1"}}}))
-        .await;
+        send(&mut stdin, &initialize_request("crash")).await;
         send(
             &mut stdin,
             &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),

@@ -10,27 +10,22 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 
-use crate::common::command;
+use crate::common::{initialize_request, raw_command, write_lines};
 
 #[tokio::test]
 async fn stdout_is_only_json_rpc_and_eof_ends_the_process() {
     let root = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("a.txt"), "hello\n").unwrap();
-    let mut child = command(data.path())
-        .args(["--root"])
-        .arg(root.path())
+    let mut child = raw_command(data.path(), root.path())
         .env("RUST_LOG", "trace")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let requests = [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}),
+        initialize_request("raw"),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "read", "arguments": {"path": "a.txt"}}}),
@@ -45,13 +40,7 @@ async fn stdout_is_only_json_rpc_and_eof_ends_the_process() {
         text
     });
     let mut stdin = child.stdin.take().unwrap();
-    for request in &requests {
-        stdin
-            .write_all(format!("{request}\n").as_bytes())
-            .await
-            .unwrap();
-    }
-    stdin.flush().await.unwrap();
+    write_lines(&mut stdin, &requests).await;
     let mut stdout = child.stdout.take().unwrap();
     // Read until the last response has arrived, then close stdin.
     let mut output = String::new();
@@ -228,19 +217,10 @@ async fn requests_that_cannot_be_read_are_still_answered_with_their_id() {
     use tokio::io::AsyncBufReadExt;
     let root = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
-    let mut child = command(data.path())
-        .args(["--root"])
-        .arg(root.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = raw_command(data.path(), root.path()).spawn().unwrap();
     let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
     let lines = [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
-        .to_string(),
+        initialize_request("raw").to_string(),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
         // No JSON-RPC 2.0 message.
         json!({"jsonrpc": "1.0", "id": 2, "method": "ping"}).to_string(),
@@ -259,13 +239,7 @@ async fn requests_that_cannot_be_read_are_still_answered_with_their_id() {
         json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}).to_string(),
     ];
     let mut stdin = child.stdin.take().unwrap();
-    for line in &lines {
-        stdin
-            .write_all(format!("{line}\n").as_bytes())
-            .await
-            .unwrap();
-    }
-    stdin.flush().await.unwrap();
+    write_lines(&mut stdin, &lines).await;
     let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
     let mut replies = Vec::new();
     for _ in 0..5 {
