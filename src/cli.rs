@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use gimlet_mcp::Shape;
 use gimlet_tools::ask::{Answer, Asker, BoxFuture, Question};
 use gimlet_tools::audit::AuditLog;
 use gimlet_tools::command_hook::CommandHook;
@@ -46,6 +47,11 @@ pub(crate) struct GlobalArgs {
     /// How long a permission question waits for the user, in seconds; no answer is a no.
     #[arg(long, value_name = "SECONDS", global = true, default_value_t = 300)]
     pub(crate) ask_timeout: u64,
+    /// Give results a `structuredContent` (and tools an `outputSchema`) beside the text, for
+    /// clients of your own that read it. Off by default: Claude Code, Codex and VS Code then
+    /// show the model only the structured part (gimlet repeats the text in it as `text`).
+    #[arg(long, global = true, env = "GIMLET_STRUCTURED_OUTPUT")]
+    pub(crate) structured_output: bool,
 }
 
 /// Flags of `gimlet serve`.
@@ -180,9 +186,14 @@ fn config(global: &GlobalArgs) -> anyhow::Result<ConfigFile> {
     Ok(config)
 }
 
-/// The environment and the tools, from the flags and the config files.
-fn setup(global: &GlobalArgs) -> anyhow::Result<(ToolEnv, ToolRegistry)> {
+/// The environment, the tools and the shape of results, from the flags and the config files.
+fn setup(global: &GlobalArgs) -> anyhow::Result<(ToolEnv, ToolRegistry, Shape)> {
     let config = config(global)?;
+    let shape = if global.structured_output || config.output.structured == Some(true) {
+        Shape::Structured
+    } else {
+        Shape::Text
+    };
     let sandbox = match global.sandbox {
         SandboxArg::Auto => SandboxSetting::Auto,
         SandboxArg::On => SandboxSetting::On,
@@ -213,7 +224,7 @@ fn setup(global: &GlobalArgs) -> anyhow::Result<(ToolEnv, ToolRegistry)> {
     for hook in &config.hooks {
         builder = builder.hook(Arc::new(CommandHook::new(hook)?));
     }
-    Ok((builder.build()?, registry(&config)?))
+    Ok((builder.build()?, registry(&config)?, shape))
 }
 
 /// The built-in tools and the config's plugin tools, less those the config disables.
@@ -246,9 +257,10 @@ fn reload(global: &GlobalArgs) -> Result<gimlet_mcp::Reloaded, String> {
 
 /// `gimlet serve`: MCP over stdio, or streamable HTTP.
 pub(crate) async fn serve(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
-    let (env, registry) = setup(global)?;
+    let (env, registry, shape) = setup(global)?;
     let again = global.clone();
     let config = gimlet_mcp::ServerConfig::new(env, registry)
+        .shape(shape)
         .ask_timeout(std::time::Duration::from_secs(global.ask_timeout))
         .on_reload(move || reload(&again));
     let Some(addr) = args.http else {
@@ -286,10 +298,10 @@ pub(crate) async fn serve(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Resu
 
 /// `gimlet tools`: the tool list.
 pub(crate) async fn tools(global: &GlobalArgs, json: bool) -> anyhow::Result<ExitCode> {
-    let (env, registry) = setup(global)?;
+    let (env, registry, shape) = setup(global)?;
     let mut out = std::io::stdout().lock();
     if json {
-        let list = gimlet_mcp::tools_json(&env, &registry).await;
+        let list = gimlet_mcp::tools_json(&env, &registry, shape).await;
         writeln!(out, "{}", serde_json::to_string_pretty(&list)?)?;
     } else {
         for spec in registry.init(&env).await {
@@ -309,7 +321,7 @@ pub(crate) async fn call(
 ) -> anyhow::Result<ExitCode> {
     let input: serde_json::Value = serde_json::from_str(input)
         .with_context(|| format!("the arguments are not valid JSON: {input}"))?;
-    let (env, registry) = setup(global)?;
+    let (env, registry, _shape) = setup(global)?;
     let env = Arc::new(env);
     let asker: Arc<dyn Asker> = if std::io::stdin().is_terminal() {
         Arc::new(TerminalAsker)

@@ -145,15 +145,26 @@ pub fn binary() -> &'static str {
 }
 
 /// A command for the binary that keeps its data (saved outputs) in `data`.
+///
+/// Results carry `structuredContent` here (`GIMLET_STRUCTURED_OUTPUT`), so that tests can read
+/// their fields and check them against the output schemas; the text content is the same either
+/// way. `tests/suite/shape.rs` and the `tools/list` snapshot check the default, text-only shape
+/// (see [`default_shape`]).
 pub fn command(data: &Path) -> Command {
     let mut command = Command::new(binary());
     command
         .env("XDG_DATA_HOME", data)
         .env("XDG_CONFIG_HOME", data)
+        .env("GIMLET_STRUCTURED_OUTPUT", "true")
         .env_remove("RUST_LOG")
         .env_remove("TAVILY_API_KEY");
     command.kill_on_drop(true);
     command
+}
+
+/// Makes `command` serve results as a user's gimlet does by default: text only.
+pub fn default_shape(command: &mut Command) -> &mut Command {
+    command.env_remove("GIMLET_STRUCTURED_OUTPUT")
 }
 
 /// `gimlet serve --root <root>` for a client that speaks raw JSON-RPC lines: stdin and stdout
@@ -210,6 +221,23 @@ impl Gimlet {
 
     /// Starts with a client handler and extra arguments.
     pub async fn start_with(handler: TestClient, args: &[&str]) -> Self {
+        Self::start_adjusted(handler, args, |_| {}).await
+    }
+
+    /// Starts with the default, text-only shape of results (see [`command`]).
+    pub async fn start_default_shape(handler: TestClient, args: &[&str]) -> Self {
+        Self::start_adjusted(handler, args, |command| {
+            default_shape(command);
+        })
+        .await
+    }
+
+    /// Starts with a client handler and extra arguments, `adjust`ing the command first.
+    pub async fn start_adjusted(
+        handler: TestClient,
+        args: &[&str],
+        adjust: impl FnOnce(&mut Command),
+    ) -> Self {
         let root = tempfile::Builder::new()
             .prefix("gimlet-root")
             .tempdir()
@@ -221,6 +249,7 @@ impl Gimlet {
             .arg("--root")
             .arg(root.path())
             .args(args);
+        adjust(&mut command);
         let (transport, _stderr) = TokioChildProcess::builder(command)
             .stderr(Stdio::inherit())
             .spawn()

@@ -36,7 +36,7 @@ async fn ask_user_shows_the_choices_and_returns_the_answer() {
     assert_eq!(ok_text(&result), "The user answered: postgres");
     assert_eq!(
         result.structured_content.unwrap(),
-        json!({"answer": "postgres", "source": "user"})
+        json!({"answer": "postgres", "source": "user", "text": "The user answered: postgres"})
     );
     let asked = gimlet.handler.elicitations.lock().unwrap().clone();
     let (message, schema) = form(&asked[0]);

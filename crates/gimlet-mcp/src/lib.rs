@@ -32,6 +32,7 @@ use gimlet_tools::{ToolEnv, ToolRegistry};
 
 pub use ask::DEFAULT_ASK_TIMEOUT;
 pub use logging::client_log_layer;
+pub use mapping::Shape;
 pub use server::GimletServer;
 pub use transport::http::{
     DEFAULT_HTTP_ADDR, HttpConfig, HttpConfigError, HttpServer, generate_token,
@@ -57,6 +58,7 @@ pub struct ServerConfig {
     registry: Arc<ToolRegistry>,
     ask_timeout: Duration,
     reload: Option<Reload>,
+    shape: Shape,
 }
 
 impl ServerConfig {
@@ -67,7 +69,16 @@ impl ServerConfig {
             registry: Arc::new(registry),
             ask_timeout: DEFAULT_ASK_TIMEOUT,
             reload: None,
+            shape: Shape::default(),
         }
+    }
+
+    /// Whether results carry `structuredContent` beside the text (default: text only, which
+    /// every host shows the model whole; see [`Shape`]).
+    #[must_use]
+    pub fn shape(mut self, shape: Shape) -> Self {
+        self.shape = shape;
+        self
     }
 
     /// How to read the configuration again on SIGHUP: the new policy applies to new calls,
@@ -135,7 +146,13 @@ async fn start_app(config: ServerConfig) -> server::App {
             tracing::debug!(?removed, "swept old outputs");
         }
     });
-    let mut app = server::App::start(config.env, config.registry, config.ask_timeout).await;
+    let mut app = server::App::start(
+        config.env,
+        config.registry,
+        config.ask_timeout,
+        config.shape,
+    )
+    .await;
     app.reload = config.reload;
     app
 }
@@ -161,9 +178,9 @@ fn reload_on_hangup(app: &Arc<server::App>) {
 }
 
 /// The `tools/list` result for these tools, as JSON (what `gimlet tools --json` prints).
-pub async fn tools_json(env: &ToolEnv, registry: &ToolRegistry) -> serde_json::Value {
+pub async fn tools_json(env: &ToolEnv, registry: &ToolRegistry, shape: Shape) -> serde_json::Value {
     let specs = registry.init(env).await;
-    let tools: Vec<rmcp::model::Tool> = specs.iter().map(mapping::tool).collect();
+    let tools: Vec<rmcp::model::Tool> = specs.iter().map(|s| mapping::tool(s, shape)).collect();
     serde_json::json!({ "tools": tools })
 }
 

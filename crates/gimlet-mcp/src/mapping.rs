@@ -4,6 +4,14 @@
 //! becomes a `CallToolResult`; a [`ToolError`] becomes a `CallToolResult` with
 //! `isError: true`, because the model can act on it. Only a call that cannot be routed (an
 //! unknown tool) is a JSON-RPC error.
+//!
+//! What the model sees: Claude Code, Codex and VS Code hand the model only
+//! `JSON.stringify(structuredContent)` when a result has one, and drop the text; Gemini CLI and
+//! others hand it the text. So a result carries its payload in the text content, and by default
+//! no `structuredContent` (and tools no `outputSchema`): every host shows the same thing, with
+//! no escaping. [`Shape::Structured`] (`[output] structured = true`) adds the structured value
+//! for clients that read it, with the text repeated in it as `text`, so that a host showing
+//! only the structured part still gives the model the whole payload.
 
 use std::sync::Arc;
 
@@ -17,8 +25,22 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 
+/// Whether results carry `structuredContent` beside their text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Shape {
+    /// Text content only; no `outputSchema`. What every host shows the model whole.
+    #[default]
+    Text,
+    /// Text content, and `structuredContent` (with the text as `text`) for tools with an
+    /// output schema.
+    Structured,
+}
+
+/// The property a structured result repeats its text in.
+const TEXT_FIELD: &str = "text";
+
 /// The MCP form of a tool.
-pub(crate) fn tool(spec: &ToolSpec) -> Tool {
+pub(crate) fn tool(spec: &ToolSpec, shape: Shape) -> Tool {
     let flags = spec.flags;
     // For a read-only tool `destructiveHint` and `idempotentHint` are meaningless; MCP says
     // to leave them out. Otherwise they say what holds for every input.
@@ -38,14 +60,46 @@ pub(crate) fn tool(spec: &ToolSpec) -> Tool {
     )
     .with_title(spec.title.clone())
     .with_annotations(annotations);
-    if let Some(schema) = &spec.output_schema {
-        tool = tool.with_raw_output_schema(Arc::new(schema.clone()));
+    if let (Shape::Structured, Some(schema)) = (shape, &spec.output_schema) {
+        tool = tool.with_raw_output_schema(Arc::new(with_text_property(schema.clone())));
     }
     tool
 }
 
+/// An output schema with the `text` property every structured result carries.
+fn with_text_property(
+    mut schema: serde_json::Map<String, Value>,
+) -> serde_json::Map<String, Value> {
+    let properties = schema
+        .entry("properties")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if let Value::Object(properties) = properties {
+        properties.insert(
+            TEXT_FIELD.into(),
+            json!({"type": "string", "description": "The result as the text content shows it"}),
+        );
+    }
+    let required = schema
+        .entry("required")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Value::Array(required) = required
+        && !required.iter().any(|r| r == TEXT_FIELD)
+    {
+        required.push(Value::String(TEXT_FIELD.into()));
+    }
+    schema
+}
+
 /// A successful call.
-pub(crate) fn success(output: ToolOutput) -> CallToolResult {
+pub(crate) fn success(mut output: ToolOutput, shape: Shape) -> CallToolResult {
+    let structured = match (shape, output.structured.take()) {
+        (Shape::Structured, Some(Value::Object(mut fields))) => {
+            fields.insert(TEXT_FIELD.into(), Value::String(output.joined_text()));
+            Some(Value::Object(fields))
+        }
+        (Shape::Structured, other) => other,
+        (Shape::Text, _) => None,
+    };
     let mut blocks = Vec::with_capacity(output.content.len());
     for content in output.content {
         blocks.push(match content {
@@ -70,7 +124,7 @@ pub(crate) fn success(output: ToolOutput) -> CallToolResult {
     } else {
         CallToolResult::success(blocks)
     };
-    result.structured_content = output.structured;
+    result.structured_content = structured;
     if !output.metadata.is_empty() || output.title.is_some() || output.truncated.is_some() {
         let mut meta = serde_json::Map::new();
         if let Some(title) = output.title {
@@ -185,12 +239,12 @@ mod tests {
 
     #[test]
     fn annotations_come_from_the_flags() {
-        let read = serde_json::to_value(tool(&spec(ToolFlags::READ_ONLY))).unwrap();
+        let read = serde_json::to_value(tool(&spec(ToolFlags::READ_ONLY), Shape::Text)).unwrap();
         assert_eq!(
             read["annotations"],
             json!({"title": "T", "readOnlyHint": true, "openWorldHint": false})
         );
-        let write = serde_json::to_value(tool(&spec(ToolFlags::MUTATING))).unwrap();
+        let write = serde_json::to_value(tool(&spec(ToolFlags::MUTATING), Shape::Text)).unwrap();
         assert_eq!(
             write["annotations"],
             json!({"title": "T", "readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": false})
@@ -220,26 +274,89 @@ mod tests {
 
     #[test]
     fn outputs_and_errors_map_to_results() {
-        let ok = success(ToolOutput::text("hi").with_structured(json!({"n": 1})));
+        let ok = success(
+            ToolOutput::text("hi").with_structured(json!({"n": 1})),
+            Shape::Text,
+        );
         assert_eq!(ok.is_error, Some(false));
-        assert_eq!(ok.structured_content, Some(json!({"n": 1})));
-        let image = success(ToolOutput {
-            content: vec![Content::Image {
-                data: vec![1, 2, 3],
-                mime_type: "image/png".into(),
-            }],
-            ..ToolOutput::default()
-        });
+        assert_eq!(ok.structured_content, None);
+        let image = success(
+            ToolOutput {
+                content: vec![Content::Image {
+                    data: vec![1, 2, 3],
+                    mime_type: "image/png".into(),
+                }],
+                ..ToolOutput::default()
+            },
+            Shape::Text,
+        );
         let value = serde_json::to_value(&image.content[0]).unwrap();
         assert_eq!(
             value,
             json!({"type": "image", "data": "AQID", "mimeType": "image/png"})
         );
         let err = failure(&ToolError::invalid("bad"));
+        assert_eq!(err.structured_content, None);
         assert_eq!(err.is_error, Some(true));
         assert_eq!(
             serde_json::to_value(&err.content[0]).unwrap()["text"],
             "bad"
         );
+    }
+
+    #[test]
+    fn by_default_results_are_text_only_and_tools_have_no_output_schema() {
+        let mut with_schema = spec(ToolFlags::READ_ONLY);
+        with_schema.output_schema = Some(
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        let listed = serde_json::to_value(tool(&with_schema, Shape::Text)).unwrap();
+        assert_eq!(listed.get("outputSchema"), None);
+        let output = ToolOutput::text("line 1\nline 2").with_structured(json!({"n": 2}));
+        let result = serde_json::to_value(success(output, Shape::Text)).unwrap();
+        assert_eq!(result.get("structuredContent"), None);
+        assert_eq!(result["content"][0]["text"], "line 1\nline 2");
+    }
+
+    #[test]
+    fn structured_results_repeat_the_text_and_their_schema_requires_it() {
+        let mut with_schema = spec(ToolFlags::READ_ONLY);
+        with_schema.output_schema = Some(
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        let listed = serde_json::to_value(tool(&with_schema, Shape::Structured)).unwrap();
+        assert_eq!(
+            listed["outputSchema"],
+            json!({
+                "type": "object",
+                "properties": {
+                    "n": {"type": "integer"},
+                    "text": {"type": "string", "description": "The result as the text content shows it"},
+                },
+                "required": ["n", "text"],
+            })
+        );
+        let output = ToolOutput {
+            content: vec![
+                Content::Text("body".into()),
+                Content::Text("[exit code 0]".into()),
+            ],
+            structured: Some(json!({"n": 2})),
+            ..ToolOutput::default()
+        };
+        let result = success(output, Shape::Structured);
+        assert_eq!(
+            result.structured_content,
+            Some(json!({"n": 2, "text": "body\n[exit code 0]"}))
+        );
+        // A tool without structured data stays text-only.
+        let plain = success(ToolOutput::text("x"), Shape::Structured);
+        assert_eq!(plain.structured_content, None);
     }
 }

@@ -50,6 +50,8 @@ pub(crate) struct App {
     /// Reads the config again (SIGHUP).
     pub(crate) reload: Option<crate::Reload>,
     pub(crate) ask_timeout: Duration,
+    /// Whether results carry `structuredContent`.
+    shape: mapping::Shape,
     /// Seals the request state of 2026-07-28 questions.
     pub(crate) sealer: Arc<Sealer>,
     /// Calls running now, for a graceful shutdown.
@@ -87,9 +89,10 @@ impl App {
         env: Arc<ToolEnv>,
         registry: Arc<ToolRegistry>,
         ask_timeout: Duration,
+        shape: mapping::Shape,
     ) -> Self {
         let specs = registry.init(&env).await;
-        let tools = specs.iter().map(mapping::tool).collect();
+        let tools = specs.iter().map(|s| mapping::tool(s, shape)).collect();
         let instructions = instructions(&env, &specs);
         Self {
             env,
@@ -100,6 +103,7 @@ impl App {
             listeners: Mutex::new(Vec::new()),
             reload: None,
             ask_timeout,
+            shape,
             sealer: Arc::new(Sealer::new()),
             running_calls: AtomicUsize::new(0),
             principals: Mutex::new(HashMap::new()),
@@ -142,7 +146,7 @@ impl App {
             .init(&self.env)
             .await
             .iter()
-            .map(mapping::tool)
+            .map(|s| mapping::tool(s, self.shape))
             .collect();
         let changed = *self.tools() != tools;
         *self
@@ -499,7 +503,7 @@ impl ServerHandler for GimletServer {
                         .unwrap_or_else(PoisonError::into_inner)
                         .push(file.id.clone());
                 }
-                Ok(mapping::success(output).into())
+                Ok(mapping::success(output, self.app.shape).into())
             }
             Err(ToolError::InputRequired(pending)) => match mrtr::input_required(&pending.state) {
                 Ok(result) => Ok(result.into()),

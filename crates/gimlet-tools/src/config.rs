@@ -100,6 +100,11 @@ pub struct OutputConfig {
     pub max_lines: Option<usize>,
     /// Bytes (default 51200).
     pub max_bytes: Option<usize>,
+    /// Give MCP results a `structuredContent` (and tools an `outputSchema`) beside the text
+    /// (default false). Claude Code, Codex and VS Code show the model only the structured
+    /// part when there is one, so gimlet then repeats the text in it, as `text`; leave this off
+    /// unless a client of your own reads the structured fields.
+    pub structured: Option<bool>,
 }
 
 /// `[budget]`: per-session limits.
@@ -311,6 +316,10 @@ impl ConfigFile {
         );
         self.output.max_lines = min_some(self.output.max_lines, project.output.max_lines);
         self.output.max_bytes = min_some(self.output.max_bytes, project.output.max_bytes);
+        if project.output.structured.is_some() {
+            // How results are shaped is the user's client's business, not a project's.
+            ignored.push(String::from("[output] structured"));
+        }
         if project.tools.bash.network
             || project.tools.bash.shell.is_some()
             || !project.tools.bash.env_allow.is_empty()
