@@ -158,11 +158,9 @@ fn config(global: &GlobalArgs) -> anyhow::Result<ConfigFile> {
             None => ConfigFile::default(),
         },
     };
+    // The project files of the roots gimlet will use: those given, or the implicit one.
     let roots = if global.roots.is_empty() {
-        vec![
-            std::env::current_dir()
-                .context("the current directory is unavailable; pass --root DIR")?,
-        ]
+        gimlet_tools::fs::implicit_root_here().into_iter().collect()
     } else {
         global.roots.clone()
     };

@@ -12,9 +12,9 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
-    ElicitResult, ElicitationAction, Implementation, ListRootsResult,
-    LoggingMessageNotificationParam, ProgressNotificationParam, Root,
+    CallToolRequestParams, CallToolResult, CancelledNotificationParam, ClientCapabilities,
+    ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,
+    ListRootsResult, LoggingMessageNotificationParam, ProgressNotificationParam, RequestId, Root,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -40,6 +40,12 @@ pub struct TestClient {
     pub logs: Arc<Mutex<Vec<LoggingMessageNotificationParam>>>,
     /// `notifications/tools/list_changed` received.
     pub tools_changed: Arc<std::sync::atomic::AtomicUsize>,
+    /// Waits this long before answering `roots/list`.
+    pub roots_delay: Option<std::time::Duration>,
+    /// The request ids of the elicitations received.
+    pub elicitation_ids: Arc<Mutex<Vec<RequestId>>>,
+    /// `notifications/cancelled` received.
+    pub cancelled: Arc<Mutex<Vec<CancelledNotificationParam>>>,
 }
 
 impl TestClient {
@@ -81,9 +87,10 @@ impl ClientHandler for TestClient {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _rc: RequestContext<RoleClient>,
+        rc: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         self.elicitations.lock().unwrap().push(request.clone());
+        self.elicitation_ids.lock().unwrap().push(rc.id.clone());
         if let Some(delay) = self.elicit_delay {
             tokio::time::sleep(delay).await;
         }
@@ -97,6 +104,9 @@ impl ClientHandler for TestClient {
         &self,
         _rc: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
+        if let Some(delay) = self.roots_delay {
+            tokio::time::sleep(delay).await;
+        }
         let uris = self
             .roots
             .as_ref()
@@ -113,6 +123,14 @@ impl ClientHandler for TestClient {
         _cx: NotificationContext<RoleClient>,
     ) {
         self.logs.lock().unwrap().push(params);
+    }
+
+    async fn on_cancelled(
+        &self,
+        params: CancelledNotificationParam,
+        _cx: NotificationContext<RoleClient>,
+    ) {
+        self.cancelled.lock().unwrap().push(params);
     }
 
     async fn on_tool_list_changed(&self, _cx: NotificationContext<RoleClient>) {

@@ -9,6 +9,7 @@ mod more_tools;
 pub(crate) mod permissions;
 mod protocol;
 mod read_ls;
+mod roots;
 mod shape;
 mod tools_list;
 mod web;

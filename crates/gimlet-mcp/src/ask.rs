@@ -11,9 +11,12 @@ use std::time::Duration;
 
 use gimlet_tools::ask::{Answer, Asker, BoxFuture, Question};
 use gimlet_tools::{Approval, AskRequest, ToolContext};
-use rmcp::RoleServer;
-use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
-use rmcp::service::RequestContext;
+use rmcp::model::{
+    CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationSchema, RequestId, ServerRequest,
+};
+use rmcp::service::{PeerRequestOptions, RequestContext};
+use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
 
 use crate::mrtr::{Round, Sealer};
@@ -67,21 +70,73 @@ impl ElicitationAsker {
             message,
             requested_schema: schema,
         };
-        let request = self
+        let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+        let options = PeerRequestOptions::with_timeout(timeout);
+        let handle = match self
             .rc
             .peer
-            .create_elicitation_with_timeout(params, Some(timeout));
-        tokio::select! {
+            .send_request_with_option(request, options)
+            .await
+        {
+            Ok(handle) => handle,
+            Err(err) => {
+                tracing::info!("cannot send the question: {err}");
+                return None;
+            }
+        };
+        // Until the client answers, the question is open on its side: if the call ends first
+        // (cancelled, or the future dropped), the client is told to close it.
+        let mut open = OpenQuestion {
+            peer: self.rc.peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let answer = tokio::select! {
             biased;
-            () = self.rc.ct.cancelled() => None,
-            answer = request => match answer {
-                Ok(answer) => Some(answer),
-                Err(err) => {
-                    tracing::info!("elicitation ended without an answer: {err}");
-                    None
-                }
-            },
+            () = self.rc.ct.cancelled() => return None,
+            answer = handle.await_response() => answer,
+        };
+        // Answered, or ended by rmcp (which tells the client itself on a timeout).
+        open.id = None;
+        match answer {
+            Ok(ClientResult::ElicitResult(answer)) => Some(answer),
+            Ok(other) => {
+                tracing::info!("the client answered a question with something else: {other:?}");
+                None
+            }
+            Err(err) => {
+                tracing::info!("elicitation ended without an answer: {err}");
+                None
+            }
         }
+    }
+}
+
+/// A question sent to the client and not answered yet. Dropped while open (the call was
+/// cancelled, ended or dropped), it sends `notifications/cancelled` for the question, so the
+/// client's dialog does not stay up for a call that is gone.
+struct OpenQuestion {
+    peer: Peer<RoleServer>,
+    id: Option<RequestId>,
+}
+
+impl Drop for OpenQuestion {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let params = CancelledNotificationParam::new(
+                Some(id),
+                Some(String::from("the call that asked has ended")),
+            );
+            if let Err(err) = peer.notify_cancelled(params).await {
+                tracing::debug!("cannot withdraw a question: {err}");
+            }
+        });
     }
 }
 

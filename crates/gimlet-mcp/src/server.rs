@@ -233,11 +233,20 @@ impl App {
 
 /// The server's `instructions`: where the roots are, then each tool's own guidance.
 fn instructions(env: &ToolEnv, specs: &[ToolSpec]) -> String {
+    let confined = if env.roots().roots().is_empty() {
+        String::from("the folders the client names as roots (none was given on the command line)")
+    } else if env.implicit_roots() {
+        format!(
+            "the folders the client names as roots, or else {}",
+            env.roots().describe()
+        )
+    } else {
+        format!("these folders: {}", env.roots().describe())
+    };
     let mut text = format!(
-        "gimlet: file, search and shell tools confined to these folders: {}. Relative paths \
-         start at the first one. Read a file before editing it. Outputs over the limits are cut \
-         with a notice saying how to see the rest.",
-        env.roots().describe()
+        "gimlet: file, search and shell tools confined to {confined}. Relative paths start at \
+         the first root. Read a file before editing it. Outputs over the limits are cut with a \
+         notice saying how to see the rest."
     );
     for spec in specs {
         if let Some(extra) = &spec.instructions {
@@ -250,6 +259,56 @@ fn instructions(env: &ToolEnv, specs: &[ToolSpec]) -> String {
 
 /// How long the client may take to list its roots.
 const ROOTS_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a call waits for the client's roots before it is judged with what is known.
+const ROOTS_WAIT: Duration = Duration::from_secs(2);
+
+/// The client's roots as this session applies them. A client that declares roots is asked for
+/// them after `initialized` and again on each `roots/list_changed`; a call waits (at most
+/// [`ROOTS_WAIT`]) until the answer to the latest question is applied, so that it is judged
+/// against the roots the client meant, not the ones before.
+struct RootsSync {
+    /// The latest `roots/list` asked for: 1 is the one after `initialized`.
+    asked: std::sync::atomic::AtomicU64,
+    /// The latest one whose answer was applied (or given up on).
+    applied: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for RootsSync {
+    fn default() -> Self {
+        Self {
+            asked: std::sync::atomic::AtomicU64::new(0),
+            applied: tokio::sync::watch::Sender::new(0),
+        }
+    }
+}
+
+impl RootsSync {
+    /// Marks a new `roots/list` as asked for; returns its number.
+    fn ask(&self) -> u64 {
+        self.asked.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// Marks question `number` as answered (or given up on).
+    fn applied(&self, number: u64) {
+        self.applied
+            .send_modify(|applied| *applied = (*applied).max(number));
+    }
+
+    /// Waits until the roots asked for so far (at least the first question's) are applied, or
+    /// [`ROOTS_WAIT`] has passed.
+    async fn settled(&self) {
+        let wanted = self.asked.load(Ordering::Acquire).max(1);
+        let mut applied = self.applied.subscribe();
+        let waited = tokio::time::timeout(ROOTS_WAIT, applied.wait_for(|a| *a >= wanted)).await;
+        if waited.is_err() {
+            tracing::warn!(
+                "the client's roots did not arrive within {} s; the call goes on with the roots known",
+                ROOTS_WAIT.as_secs()
+            );
+        }
+    }
+}
 
 /// Opens the folders behind `file://` root URIs; anything else is skipped with a warning.
 fn open_client_roots(uris: &[String]) -> Vec<Arc<Root>> {
@@ -314,6 +373,8 @@ pub struct GimletServer {
     log_level: Arc<Mutex<LoggingLevel>>,
     /// Sends this session's log messages to its client, once it is initialized.
     log_sink: Arc<Mutex<Option<logging::SinkGuard>>>,
+    /// The client's roots: asked for, and applied.
+    roots: Arc<RootsSync>,
 }
 
 impl GimletServer {
@@ -324,6 +385,7 @@ impl GimletServer {
             http: false,
             log_level: Arc::new(Mutex::new(LoggingLevel::Warning)),
             log_sink: Arc::new(Mutex::new(None)),
+            roots: Arc::new(RootsSync::default()),
         }
     }
 
@@ -335,13 +397,17 @@ impl GimletServer {
         }
     }
 
-    /// The session a request belongs to.
-    fn session_for(&self, rc: &RequestContext<RoleServer>) -> Arc<Session> {
-        let stateless = self.http
+    /// Whether a request comes from a stateless (2026-07-28 over HTTP) client.
+    fn stateless(&self, rc: &RequestContext<RoleServer>) -> bool {
+        self.http
             && rc
                 .protocol_version()
-                .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-        if !stateless {
+                .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
+    }
+
+    /// The session a request belongs to.
+    fn session_for(&self, rc: &RequestContext<RoleServer>) -> Arc<Session> {
+        if !self.stateless(rc) {
             return Arc::clone(&self.session);
         }
         let principal = rc
@@ -380,14 +446,25 @@ impl GimletServer {
         builder.build()
     }
 
-    /// Asks the client for its roots (if it has any) and makes them this session's.
+    /// Whether the client declared the roots capability.
+    fn declares_roots(peer: &Peer<RoleServer>) -> bool {
+        peer.peer_info()
+            .is_some_and(|info| info.capabilities.roots.is_some())
+    }
+
+    /// Asks the client for its roots (if it has any) and makes them this session's. Calls
+    /// that arrive meanwhile wait for the answer ([`RootsSync`]).
     async fn refresh_roots(&self, peer: &Peer<RoleServer>) {
-        if peer
-            .peer_info()
-            .is_none_or(|info| info.capabilities.roots.is_none())
-        {
+        if !Self::declares_roots(peer) {
             return;
         }
+        // Counted before anything waits: a call that comes after this question waits for it.
+        let number = self.roots.ask();
+        self.fetch_roots(peer).await;
+        self.roots.applied(number);
+    }
+
+    async fn fetch_roots(&self, peer: &Peer<RoleServer>) {
         let uris = match tokio::time::timeout(ROOTS_TIMEOUT, peer.list_roots()).await {
             Ok(Ok(result)) => result.roots.into_iter().map(|root| root.uri),
             Ok(Err(err)) => {
@@ -475,6 +552,10 @@ impl ServerHandler for GimletServer {
         rc: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let _running = Running::start(&self.app.running_calls);
+        if !self.stateless(&rc) && Self::declares_roots(&rc.peer) {
+            // The call is judged against the roots the client has named by now.
+            self.roots.settled().await;
+        }
         let ctx = self.context(&rc, &params);
         let session = Arc::clone(ctx.session());
         let (log_to, _call_sink) = self.log_target(&rc, &session);

@@ -13,7 +13,9 @@ use crate::ask::{Asker, DenyAsker};
 use crate::audit::{AuditLog, Decision};
 use crate::config::{Budget, Settings};
 use crate::error::ToolError;
-use crate::fs::{ContentHash, FileStates, PathError, PathLocks, ResolvedPath, Root, RootSet};
+use crate::fs::{
+    ContentHash, FileStates, PathError, PathLocks, ResolvedPath, Root, RootSet, implicit_root_here,
+};
 use crate::permission::{Access, Grants, PathAccess, Policy};
 use crate::pipeline::Hook;
 use crate::sandbox::{Exec, SandboxSetting};
@@ -55,6 +57,9 @@ fn sandbox_status(exec: &Exec) -> SandboxStatus {
 #[derive(Debug)]
 pub struct ToolEnv {
     roots: RootSet,
+    /// The roots were not given but taken from the working directory: a client's roots
+    /// replace them.
+    implicit_roots: bool,
     policy: RwLock<Arc<Policy>>,
     limits: OutputLimits,
     spill: SpillStore,
@@ -77,9 +82,15 @@ impl ToolEnv {
         ToolEnvBuilder::default()
     }
 
-    /// The configured roots (`--root`).
+    /// The configured roots (`--root`), or the implicit one (see [`ToolEnvBuilder::root`]).
     pub fn roots(&self) -> &RootSet {
         &self.roots
+    }
+
+    /// Whether the roots were taken implicitly (no `--root` given): a client's roots then
+    /// replace them for its session.
+    pub fn implicit_roots(&self) -> bool {
+        self.implicit_roots
     }
 
     /// The permission policy now. A call keeps the one it started with
@@ -167,6 +178,7 @@ impl ToolEnv {
     pub fn for_client(&self, client_name: Option<String>) -> Self {
         Self {
             roots: self.roots.clone(),
+            implicit_roots: self.implicit_roots,
             policy: RwLock::new(self.policy()),
             limits: self.limits,
             spill: self.spill.clone(),
@@ -212,9 +224,6 @@ pub enum EnvError {
         #[source]
         source: PathError,
     },
-    /// No root and no current directory.
-    #[error("no root folder given and the current directory is unavailable; pass --root DIR")]
-    NoRoot,
     /// The spill directory could not be created.
     #[error("cannot create the output directory `{path}`: {source}")]
     SpillDir {
@@ -227,7 +236,10 @@ pub enum EnvError {
 }
 
 impl ToolEnvBuilder {
-    /// Adds a root folder. Without any, the current directory is the root.
+    /// Adds a root folder. Without any, the current directory is the root unless it is `/`,
+    /// the home directory or above it ([`crate::fs::implicit_root`]); a client's MCP roots
+    /// replace that implicit root, and without either the environment has no root (path tools
+    /// then say how to add one).
     #[must_use]
     pub fn root(mut self, path: impl Into<PathBuf>) -> Self {
         self.roots.push(path.into());
@@ -317,8 +329,16 @@ impl ToolEnvBuilder {
     /// Opens the roots and the spill directory.
     pub fn build(self) -> Result<ToolEnv, EnvError> {
         let mut paths = self.roots;
-        if paths.is_empty() {
-            paths.push(std::env::current_dir().map_err(|_| EnvError::NoRoot)?);
+        let implicit_roots = paths.is_empty();
+        if implicit_roots {
+            match implicit_root_here() {
+                Some(root) => paths.push(root),
+                None => tracing::warn!(
+                    "no --root given and the working directory is machine-wide (/ or the home \
+                     directory), so gimlet starts with no root: only roots the MCP client names \
+                     are usable; pass --root DIR in the client's config"
+                ),
+            }
         }
         let mut roots = RootSet::default();
         for path in paths {
@@ -335,6 +355,7 @@ impl ToolEnvBuilder {
         })?;
         Ok(ToolEnv {
             roots,
+            implicit_roots,
             policy: RwLock::new(Arc::new(self.policy.unwrap_or_default())),
             limits: self.limits.unwrap_or_default(),
             spill,
@@ -823,8 +844,14 @@ impl ToolContextBuilder {
     pub fn build(self) -> ToolContext {
         static NEXT_CALL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let session = self.session.unwrap_or_default();
-        let mut roots = self.env.roots().clone();
-        for root in session.client_roots() {
+        let client_roots = session.client_roots();
+        // A root taken from the working directory gives way to the roots the client names.
+        let mut roots = if self.env.implicit_roots && !client_roots.is_empty() {
+            RootSet::default()
+        } else {
+            self.env.roots().clone()
+        };
+        for root in client_roots {
             roots.push(root);
         }
         let call_id = self.call_id.unwrap_or_else(|| {

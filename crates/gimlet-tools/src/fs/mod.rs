@@ -16,5 +16,5 @@ pub use journal::{Journal, JournalEntry};
 pub use locks::{PathGuard, PathLocks};
 pub use paths::{
     Location, MAX_COMPONENT_BYTES, MAX_PATH_BYTES, OpenKind, PathError, ResolvedPath, Root,
-    RootSet, file_kind, open_beneath, open_beneath_walk,
+    RootSet, file_kind, implicit_root, implicit_root_here, open_beneath, open_beneath_walk,
 };

@@ -123,8 +123,16 @@ pub enum PathError {
         #[source]
         source: io::Error,
     },
-    /// No root is configured.
-    #[error("no root folder is configured; start gimlet with --root DIR")]
+    /// No root is configured, and the client named none.
+    #[error(
+        "gimlet has no root folder, so it works on no files: it was started without `--root` \
+         and the MCP client named no roots. Tell the user to add `\"--root\", \"/path/to/project\"` \
+         to gimlet's `args` in the client's MCP config and restart the client: Claude Desktop \
+         `claude_desktop_config.json` (Settings > Developer > Edit Config), Claude Code \
+         `claude mcp add gimlet -- gimlet serve --root \"$PWD\"` (or `.mcp.json`), Codex \
+         `~/.codex/config.toml` (`args` of `[mcp_servers.gimlet]`), VS Code `.vscode/mcp.json`, \
+         Cursor `.cursor/mcp.json`"
+    )]
     NoRoots,
 }
 
@@ -135,6 +143,29 @@ impl PathError {
             source,
         }
     }
+}
+
+/// The root gimlet takes when none is given and the client names none: the working directory,
+/// unless it is machine-wide. `/`, the home directory and any folder above it are never taken
+/// implicitly (Claude Desktop starts servers in `/`, the Claude Code desktop app in the home
+/// directory): a root there would open every file of the user to the tools without a question.
+pub fn implicit_root(cwd: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_owned());
+    // `/` has no parent: never a root by accident.
+    cwd.parent()?;
+    if let Some(home) = home {
+        let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_owned());
+        if home.starts_with(&cwd) {
+            return None;
+        }
+    }
+    Some(cwd)
+}
+
+/// [`implicit_root`] of this process: its working directory and its user's home directory.
+pub fn implicit_root_here() -> Option<PathBuf> {
+    let cwd = std::env::current_dir().ok()?;
+    implicit_root(&cwd, dirs::home_dir().as_deref())
 }
 
 /// A folder the server may work in, with a handle that paths are opened beneath.

@@ -466,3 +466,48 @@ fn plain_paths_are_resolved_by_the_kernel_as_the_walk_would_and_the_rest_left_to
         second.join("b.txt").display().to_string()
     );
 }
+
+#[test]
+fn the_implicit_root_is_never_machine_wide() {
+    let top = tempfile::tempdir().unwrap();
+    let top = std::fs::canonicalize(top.path()).unwrap();
+    let home = top.join("home");
+    let project = home.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    assert_eq!(implicit_root(Path::new("/"), Some(&home)), None);
+    assert_eq!(implicit_root(Path::new("/"), None), None);
+    assert_eq!(
+        implicit_root(&home, Some(&home)),
+        None,
+        "the home directory"
+    );
+    assert_eq!(
+        implicit_root(&top, Some(&home)),
+        None,
+        "above the home directory"
+    );
+    assert_eq!(implicit_root(&project, Some(&home)), Some(project.clone()));
+    // A home given through a symlink is the same home.
+    let link = top.join("home-link");
+    symlink(&home, &link).unwrap();
+    assert_eq!(implicit_root(&home, Some(&link)), None);
+    // Outside the home directory, a project folder is fine too.
+    assert_eq!(implicit_root(&project, None), Some(project.clone()));
+}
+
+#[test]
+fn with_no_root_every_path_says_how_to_add_one() {
+    let message = RootSet::default()
+        .resolve("src/main.rs")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.starts_with("gimlet has no root folder"),
+        "{message}"
+    );
+    assert!(
+        message.contains("\"--root\", \"/path/to/project\""),
+        "{message}"
+    );
+    assert!(RootSet::default().resolve("/etc/hostname").is_err());
+}

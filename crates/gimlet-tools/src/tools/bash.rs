@@ -373,7 +373,7 @@ fn plan(
             .roots()
             .first()
             .map(|r| r.path().to_owned())
-            .ok_or_else(|| ToolError::failed("no root folder"))?,
+            .ok_or(PathError::NoRoots)?,
     };
     let settings = &ctx.env().settings().bash;
     let mut missing = Vec::new();
