@@ -298,9 +298,9 @@ impl RootsSync {
     /// Waits until the roots asked for so far (at least the first question's) are applied, or
     /// [`ROOTS_WAIT`] has passed.
     async fn settled(&self) {
-        let wanted = self.asked.load(Ordering::Acquire).max(1);
+        let target = self.asked.load(Ordering::Acquire).max(1);
         let mut applied = self.applied.subscribe();
-        let waited = tokio::time::timeout(ROOTS_WAIT, applied.wait_for(|a| *a >= wanted)).await;
+        let waited = tokio::time::timeout(ROOTS_WAIT, applied.wait_for(|a| *a >= target)).await;
         if waited.is_err() {
             tracing::warn!(
                 "the client's roots did not arrive within {} s; the call goes on with the roots known",
