@@ -9,7 +9,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 CACHE="${GIMLET_CONFORMANCE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gimlet-conformance}"
-SUITE_VERSION="0.1.16"
+SUITE_VERSION="0.2.0-alpha.12"
 SCENARIOS=(
   server-initialize
   ping
@@ -20,8 +20,14 @@ SCENARIOS=(
   server-sse-multiple-streams
   server-sse-polling
 )
+# The 2026-07-28 (stateless) scenario. Its checks that call the suite's own fixture tools
+# (`test_missing_capability`, `test_streaming_elicitation`, `test_logging_tool`, and the tool
+# list mutation) cannot pass on a server without them: they are the baseline, and any other
+# failure fails the run.
+STATELESS_BASELINE="scripts/conformance-baseline.yml"
 
-if [[ ! -x "$CACHE/node_modules/.bin/node" || ! -f "$CACHE/node_modules/@modelcontextprotocol/conformance/package.json" ]]; then
+installed="$(sed -n 's/.*"version": "\(.*\)".*/\1/p' "$CACHE/node_modules/@modelcontextprotocol/conformance/package.json" 2>/dev/null | head -n1)"
+if [[ ! -x "$CACHE/node_modules/.bin/node" || "$installed" != "$SUITE_VERSION" ]]; then
   echo "==> installing Node 22 and the conformance suite into $CACHE"
   mkdir -p "$CACHE"
   (cd "$CACHE" && [[ -f package.json ]] || npm init -y >/dev/null)
@@ -73,4 +79,15 @@ for scenario in "${SCENARIOS[@]}"; do
     failed=1
   fi
 done
+
+out="$("$NODE" "$SUITE" server --url "$URL" --scenario server-stateless \
+  --expected-failures "$STATELESS_BASELINE" 2>&1)" && ok=1 || ok=0
+summary="$(grep -E '^Passed: ' <<<"$out" | tail -n1)"
+if [[ "$ok" == 1 ]]; then
+  echo "ok    server-stateless: $summary (the rest need the suite's fixture tools: $STATELESS_BASELINE)"
+else
+  echo "FAIL  server-stateless: ${summary:-no result}"
+  echo "$out" | grep -A20 -E 'Unexpected failures|Stale baseline' || echo "$out" | tail -n 30
+  failed=1
+fi
 exit "$failed"

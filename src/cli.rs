@@ -50,7 +50,12 @@ pub(crate) struct GlobalArgs {
     /// Give results a `structuredContent` (and tools an `outputSchema`) beside the text, for
     /// clients of your own that read it. Off by default: Claude Code, Codex and VS Code then
     /// show the model only the structured part (gimlet repeats the text in it as `text`).
-    #[arg(long, global = true, env = "GIMLET_STRUCTURED_OUTPUT")]
+    #[arg(
+        long,
+        global = true,
+        env = "GIMLET_STRUCTURED_OUTPUT",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     pub(crate) structured_output: bool,
 }
 

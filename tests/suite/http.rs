@@ -26,15 +26,15 @@ use crate::common::{
 };
 
 /// `gimlet serve --http 127.0.0.1:0` with a temporary root.
-struct HttpGimlet {
+pub(crate) struct HttpGimlet {
     child: tokio::process::Child,
-    url: String,
+    pub(crate) url: String,
     root: tempfile::TempDir,
     _data: tempfile::TempDir,
 }
 
 impl HttpGimlet {
-    async fn start(args: &[&str]) -> Self {
+    pub(crate) async fn start(args: &[&str]) -> Self {
         let root = tempfile::Builder::new()
             .prefix("gimlet-root")
             .tempdir()
@@ -95,7 +95,7 @@ impl HttpGimlet {
 }
 
 /// A client that talks to loopback directly, whatever proxy the environment names.
-fn http_client() -> reqwest::Client {
+pub(crate) fn http_client() -> reqwest::Client {
     // reqwest is built with rustls and no default provider (see `install_crypto_provider`).
     gimlet_tools::web::install_crypto_provider();
     reqwest::Client::builder().no_proxy().build().unwrap()

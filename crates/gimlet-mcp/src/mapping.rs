@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use gimlet_tools::pipeline::CallError;
+use gimlet_tools::schema::make_portable;
 use gimlet_tools::{Content, ToolError, ToolOutput, ToolSpec};
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -53,15 +54,19 @@ pub(crate) fn tool(spec: &ToolSpec, shape: Shape) -> Tool {
             .idempotent(flags.idempotent);
     }
     annotations.title = Some(spec.title.clone());
+    let mut input_schema = spec.input_schema.clone();
+    make_portable(&mut input_schema);
     let mut tool = Tool::new(
         spec.name.clone(),
         spec.description.clone(),
-        Arc::new(spec.input_schema.clone()),
+        Arc::new(input_schema),
     )
     .with_title(spec.title.clone())
     .with_annotations(annotations);
     if let (Shape::Structured, Some(schema)) = (shape, &spec.output_schema) {
-        tool = tool.with_raw_output_schema(Arc::new(with_text_property(schema.clone())));
+        let mut schema = with_text_property(schema.clone());
+        make_portable(&mut schema);
+        tool = tool.with_raw_output_schema(Arc::new(schema));
     }
     tool
 }

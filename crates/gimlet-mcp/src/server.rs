@@ -18,11 +18,13 @@ use gimlet_tools::fs::Root;
 use gimlet_tools::pipeline::{self, CallError};
 use gimlet_tools::{Session, ToolContext, ToolEnv, ToolError, ToolRegistry, ToolSpec};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, Implementation,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ServerCapabilities,
-    ServerConfig as InitializeResult, SetLevelRequestParams, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CompleteRequestMethod, CompleteRequestParams,
+    CompleteResult, CustomRequest, CustomResult, Implementation, ListPromptsRequestMethod,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    LoggingLevel, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
+    ServerCapabilities, ServerConfig as InitializeResult, SetLevelRequestParams,
+    SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -600,6 +602,24 @@ impl ServerHandler for GimletServer {
         }
     }
 
+    // Prompts and completions are not declared capabilities: not answered either (rmcp's
+    // defaults answer an empty list), so a client cannot take gimlet for a prompt server.
+    async fn list_prompts(
+        &self,
+        _page: Option<PaginatedRequestParams>,
+        _rc: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Err(ErrorData::method_not_found::<ListPromptsRequestMethod>())
+    }
+
+    async fn complete(
+        &self,
+        _request: CompleteRequestParams,
+        _rc: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        Err(ErrorData::method_not_found::<CompleteRequestMethod>())
+    }
+
     async fn on_custom_request(
         &self,
         request: CustomRequest,
@@ -697,7 +717,7 @@ impl ServerHandler for GimletServer {
                     "no saved output `{}` in this session (outputs expire after 7 days)",
                     request.uri
                 ),
-                None,
+                Some(serde_json::json!({"uri": request.uri})),
             )
         };
         let id = request

@@ -43,6 +43,41 @@ pub fn output_schema<T: JsonSchema>() -> JsonObject {
     object_schema::<T>()
 }
 
+/// Makes a schema portable to clients that map tool schemas onto a single-`type` dialect (the
+/// OpenAPI subset behind Gemini function declarations, some validators): a `type` array such
+/// as `["string", "null"]` becomes `anyOf` branches of one `type` each, everywhere in the
+/// schema. Equivalent in JSON Schema; the MCP Inspector's `--strict` check warns about the
+/// array form. For schemas gimlet did not write itself (plugin tools) as well as its own.
+pub fn make_portable(schema: &mut JsonObject) {
+    if let Some(Value::Array(types)) = schema.get("type") {
+        let branches: Vec<Value> = types
+            .iter()
+            .map(|t| serde_json::json!({"type": t}))
+            .collect();
+        schema.remove("type");
+        if branches.len() == 1 {
+            if let Some(Value::Object(only)) = branches.into_iter().next() {
+                schema.extend(only);
+            }
+        } else {
+            schema.insert("anyOf".into(), Value::Array(branches));
+        }
+    }
+    for value in schema.values_mut() {
+        match value {
+            Value::Object(inner) => make_portable(inner),
+            Value::Array(items) => {
+                for item in items {
+                    if let Value::Object(inner) = item {
+                        make_portable(inner);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 fn object_schema<T: JsonSchema>() -> JsonObject {
     let mut settings = SchemaSettings::draft2020_12();
     settings.inline_subschemas = true;
@@ -248,6 +283,34 @@ mod tests {
         assert_eq!(
             schema["properties"]["wrapped"]["description"],
             "A doc comment over two lines."
+        );
+    }
+
+    #[test]
+    fn type_arrays_become_any_of_branches_everywhere() {
+        let mut schema = object(json!({
+            "type": "object",
+            "properties": {
+                "code": {"type": ["integer", "null"], "description": "d"},
+                "one": {"type": ["string"]},
+                "list": {"type": "array", "items": {"type": ["string", "null"]}},
+                "choice": {"anyOf": [{"type": ["number", "boolean"]}]},
+                "type": {"type": "string"},
+            },
+        }));
+        make_portable(&mut schema);
+        assert_eq!(
+            Value::Object(schema),
+            json!({
+                "type": "object",
+                "properties": {
+                    "code": {"anyOf": [{"type": "integer"}, {"type": "null"}], "description": "d"},
+                    "one": {"type": "string"},
+                    "list": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+                    "choice": {"anyOf": [{"anyOf": [{"type": "number"}, {"type": "boolean"}]}]},
+                    "type": {"type": "string"},
+                },
+            })
         );
     }
 

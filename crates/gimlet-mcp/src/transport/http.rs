@@ -296,6 +296,9 @@ async fn guard(State(guard): State<Guard>, mut request: Request, next: Next) -> 
             }
             Ok(Ok(bytes)) => bytes,
         };
+        if let Some(response) = removed_method(&parts.headers, &bytes) {
+            return response;
+        }
         request = Request::from_parts(parts, Body::from(bytes));
     }
     let ending_a_session = request.method() == Method::DELETE;
@@ -306,6 +309,53 @@ async fn guard(State(guard): State<Guard>, mut request: Request, next: Next) -> 
         *response.status_mut() = StatusCode::OK;
     }
     response
+}
+
+/// Methods the 2026-07-28 revision removed (sessions, and their setup, are gone).
+const REMOVED_IN_2026_07_28: [&str; 4] = [
+    "initialize",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// A 2026-07-28 request for a method that revision removed: 404 with Method not found, as the
+/// revision says, and the request's id.
+fn removed_method(headers: &http::HeaderMap, body: &[u8]) -> Option<Response> {
+    #[derive(serde::Deserialize)]
+    struct Outline {
+        id: Option<serde_json::Value>,
+        method: Option<String>,
+    }
+    let version = headers.get("mcp-protocol-version")?.to_str().ok()?;
+    // Revisions are dates: they order as strings.
+    if version < "2026-07-28" {
+        return None;
+    }
+    let outline: Outline = serde_json::from_slice(body).ok()?;
+    let method = outline.method?;
+    if !REMOVED_IN_2026_07_28.contains(&method.as_str()) {
+        return None;
+    }
+    let answer = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": outline.id,
+        "error": {
+            "code": -32601,
+            "message": format!("Method not found: `{method}` was removed in MCP {version}"),
+        },
+    });
+    Some(
+        (
+            StatusCode::NOT_FOUND,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            answer.to_string(),
+        )
+            .into_response(),
+    )
 }
 
 enum BodyError {
