@@ -44,7 +44,7 @@ pub fn output_schema<T: JsonSchema>() -> JsonObject {
 }
 
 /// Makes a schema portable to clients that map tool schemas onto a single-`type` dialect (the
-/// OpenAPI subset behind Gemini function declarations, some validators): a `type` array such
+/// `OpenAPI` subset behind Gemini function declarations, some validators): a `type` array such
 /// as `["string", "null"]` becomes `anyOf` branches of one `type` each, everywhere in the
 /// schema. Equivalent in JSON Schema; the MCP Inspector's `--strict` check warns about the
 /// array form. For schemas gimlet did not write itself (plugin tools) as well as its own.
