@@ -279,8 +279,9 @@ def main():
             got = results.get(index)
             if got is None:
                 rows.append((host, call["label"], "NOT SENT", None, None, text, None))
-                problems.append(f"{host}/{call['label']}: the host sent the model no result for "
-                                "this call")
+                if records:
+                    problems.append(f"{host}/{call['label']}: the host sent the model no result "
+                                    "for this call")
                 missing_payload = True
                 continue
             how = {e[0]: seen_how(api, got["pieces"], e) for e in call["expect"]}
@@ -300,10 +301,12 @@ def main():
                                 + ", ".join(absent))
             rows.append((host, call["label"], seen, given, framing, text, ratio))
             flag = " (isError)" if got.get("is_error") else ""
-            sc = ""
+            note = ""
             if structured is not None:
-                sc = f"  [gimlet also sent structuredContent, {len(json.dumps(structured, separators=(',', ':')).encode())} B]"
-            excerpts.append(f"{host:<12} {call['label']:<9}{flag} {excerpt(chr(10).join(got['pieces']), 110)}{sc}")
+                size = len(json.dumps(structured, separators=(",", ":")).encode())
+                note = f"  [gimlet's structuredContent: {size} B]"
+            shown = excerpt("\n".join(got["pieces"]), 110)
+            excerpts.append(f"{host:<12} {call['label']:<9}{flag} {shown}{note}")
 
     header = ("host", "transport", "tool", "payload", "given B", "framing B", "text B", "ratio")
     widths = (8, 9, 9, 12, 8, 9, 7, 6)
