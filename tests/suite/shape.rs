@@ -100,6 +100,10 @@ async fn by_default_every_host_sees_the_whole_payload_as_text() {
         );
         let seen = seen_by_structured_hosts(&result);
         assert_eq!(seen, text(&result), "{name}");
+        // Claude Code shows the model only a 2 KB preview of a result whose text blocks hold
+        // more than 50,000 characters (UTF-16 units, as JavaScript counts them).
+        let characters: usize = seen.encode_utf16().count();
+        assert!(characters <= 50_000, "{name}: {characters} characters");
         for want in wanted {
             assert!(seen.contains(&want), "{name}: {want:?} not in {seen}");
         }

@@ -98,7 +98,8 @@ pub struct PermissionsConfig {
 pub struct OutputConfig {
     /// Lines (default 2000).
     pub max_lines: Option<usize>,
-    /// Bytes (default 51200).
+    /// Bytes (default 46080: under the 50,000 characters above which Claude Code shows the
+    /// model only a preview).
     pub max_bytes: Option<usize>,
     /// Give MCP results a `structuredContent` (and tools an `outputSchema`) beside the text
     /// (default false). Claude Code, Codex and VS Code show the model only the structured
@@ -446,7 +447,7 @@ mod tests {
         );
         assert!(config.tools.bash.network);
         assert_eq!(config.limits().max_lines, 500);
-        assert_eq!(config.limits().max_bytes, 51_200);
+        assert_eq!(config.limits().max_bytes, 46_080);
         assert_eq!(config.budget.max_calls, Some(1000));
         assert_eq!(config.disabled_tools, vec!["web_fetch"]);
     }

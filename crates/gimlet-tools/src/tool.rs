@@ -99,10 +99,12 @@ pub struct OutputLimits {
 }
 
 impl OutputLimits {
-    /// 2000 lines and 50 KiB, keeping the head.
+    /// 2000 lines and 45 KiB, keeping the head. Claude Code saves an MCP result of more than
+    /// 50,000 characters to a file and shows the model a 2 KB preview instead: 45 KiB keeps a
+    /// whole page, its notice and a command's status footer under that.
     pub const DEFAULT: Self = Self {
         max_lines: 2000,
-        max_bytes: 50 * 1024,
+        max_bytes: 45 * 1024,
         mode: TruncationMode::Head,
     };
 }
@@ -298,7 +300,7 @@ pub trait Tool: Send + Sync + 'static {
     }
 
     /// How much output a result may carry before it is truncated. The default is the
-    /// environment's limits (2000 lines, 50 KiB unless configured); a tool may change the mode
+    /// environment's limits (2000 lines, 45 KiB unless configured); a tool may change the mode
     /// or the size (its "max result size").
     fn output_limits(&self, env: &ToolEnv) -> OutputLimits {
         env.limits()

@@ -91,7 +91,7 @@ async fn byte_limit_truncates_and_gives_the_continuing_offset() {
         .await
         .unwrap();
     let text = out.joined_text();
-    let truncation = out.truncated.expect("over 50 KiB");
+    let truncation = out.truncated.expect("over 45 KiB");
     let next = 10 + truncation.cut.head_lines;
     assert!(
         text.ends_with(&format!("Use offset={next} to continue.]")),
@@ -103,7 +103,7 @@ async fn byte_limit_truncates_and_gives_the_continuing_offset() {
     let notice = text.lines().last().unwrap();
     assert!(
         notice.starts_with(&format!(
-            "[Output truncated: showing lines 10-{} of 2000 (50 KiB limit).",
+            "[Output truncated: showing lines 10-{} of 2000 (45 KiB limit).",
             next - 1
         )),
         "{notice}"
@@ -113,7 +113,7 @@ async fn byte_limit_truncates_and_gives_the_continuing_offset() {
         last_shown.starts_with(&format!("{:>6}\t{:04} ", next - 1, next - 1)),
         "{last_shown}"
     );
-    assert!(text.len() <= 50 * 1024);
+    assert!(text.len() <= 45 * 1024);
 }
 
 #[tokio::test]
