@@ -205,9 +205,12 @@ fn setup(global: &GlobalArgs) -> anyhow::Result<(ToolEnv, ToolRegistry, Shape)> 
     let mut builder = ToolEnv::builder()
         .sandbox(sandbox)
         .policy(config.policy(global.mode.map(Mode::from))?)
-        .limits(config.limits())
         .settings(config.tools.clone())
         .budget(config.budget);
+    if config.output.max_lines.is_some() || config.output.max_bytes.is_some() {
+        // Limits left at their defaults may be lowered for a client that shows its model less.
+        builder = builder.limits(config.limits());
+    }
     if let Some(path) = &global.audit_log {
         let log = AuditLog::open(path)
             .with_context(|| format!("cannot open the audit log {}", path.display()))?;

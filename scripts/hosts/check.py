@@ -202,6 +202,19 @@ def json_match(values, fields):
     return False
 
 
+def whole_page(api, pieces):
+    """Whether a page of numbered lines reached the model whole: every line from 1 to the last
+    one gimlet's notice says it shows. A host that cuts the middle out of a long result (Codex
+    keeps the head and the tail) leaves a gap the model cannot see from the notice."""
+    for text in candidates(api, pieces):
+        notice = re.search(r"showing lines 1-(\d+) of", text)
+        if not notice:
+            continue
+        shown = {int(n) for n in re.findall(r"^\s*(\d+)\t", text, re.M)}
+        return all(n in shown for n in range(1, int(notice.group(1)) + 1))
+    return False
+
+
 def seen_how(api, pieces, expectation):
     """"text" when the payload is in the result's text (or a string field of it), "json" when
     only its structured form is there, None when it is not there at all."""
@@ -285,6 +298,8 @@ def main():
                 missing_payload = True
                 continue
             how = {e[0]: seen_how(api, got["pieces"], e) for e in call["expect"]}
+            if call.get("whole_page"):
+                how["every line of the page"] = "text" if whole_page(api, got["pieces"]) else None
             absent = [name for name, h in how.items() if h is None]
             given = sum(len(p.encode()) for p in got["pieces"])
             framing = framing_bytes(api, got["pieces"])

@@ -90,6 +90,8 @@ CALLS = [
         "label": "read big",
         "tool": "read",
         "args": {"path": "big.log"},
+        # The page the notice announces must arrive whole, not with its middle cut by the host.
+        "whole_page": True,
         "expect": [
             ("first line", r"^\s+1\tbig line 0001 .* BIG_FIRST_r2$"),
             ("truncation notice", rf"Output truncated: showing lines 1-\d+ of {BIG_LINES}"),

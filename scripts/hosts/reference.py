@@ -2,7 +2,7 @@
 """Replays the scripted calls against `gimlet serve` over stdio, as a bare MCP client, and saves
 each CallToolResult: what gimlet itself returned, to compare with what a host forwarded.
 
-  reference.py --gimlet BIN --root DIR --calls calls.json --out reference.json
+  reference.py --gimlet BIN --root DIR --calls calls.json --out reference.json [--client-name N]
 """
 
 import argparse
@@ -17,6 +17,8 @@ def main():
     parser.add_argument("--root", required=True)
     parser.add_argument("--calls", required=True)
     parser.add_argument("--out", required=True)
+    # gimlet sizes pages for some hosts (Codex): the reference names itself as the host does.
+    parser.add_argument("--client-name", default="gimlet-hosts-reference")
     args = parser.parse_args()
     with open(args.calls, encoding="utf-8") as f:
         calls = json.load(f)["calls"]
@@ -49,7 +51,7 @@ def main():
 
     send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "gimlet-hosts-reference", "version": "1"}}})
+        "clientInfo": {"name": args.client_name, "version": "1"}}})
     init = answer(0)
     if "error" in init:
         sys.exit(f"reference: initialize failed: {init['error']}")

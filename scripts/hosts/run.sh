@@ -167,8 +167,13 @@ echo "$status" >"$dir/host.status"
 
 # The reference: the same calls, straight to gimlet over stdio, with the same environment (the
 # spill files land in the same place, so the truncation notice has the same length).
+# gimlet sizes its pages for Codex (see crates/gimlet-mcp/src/hosts.rs): the reference names
+# itself as the host does.
+client_name=gimlet-hosts-reference
+[[ "$host" == codex ]] && client_name=codex-mcp-client
 if ! "${clean_env[@]}" "$PYTHON" "$here/reference.py" --gimlet "$GIMLET" --root "$dir/reference" \
-  --calls "$dir/calls.json" --out "$dir/reference.json" 2>"$dir/reference.log"; then
+  --calls "$dir/calls.json" --out "$dir/reference.json" --client-name "$client_name" \
+  2>"$dir/reference.log"; then
   echo "run.sh: the reference run (gimlet over stdio, no host) failed:" >&2
   cat "$dir/reference.log" >&2
   exit 1

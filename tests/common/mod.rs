@@ -46,6 +46,8 @@ pub struct TestClient {
     pub elicitation_ids: Arc<Mutex<Vec<RequestId>>>,
     /// `notifications/cancelled` received.
     pub cancelled: Arc<Mutex<Vec<CancelledNotificationParam>>>,
+    /// The `clientInfo.name` to give (default `gimlet-tests`).
+    pub name: Option<&'static str>,
 }
 
 impl TestClient {
@@ -81,7 +83,10 @@ impl ClientHandler for TestClient {
                 .build()
                 .roots;
         }
-        ClientConfig::new(caps, Implementation::new("gimlet-tests", "0.0.0"))
+        ClientConfig::new(
+            caps,
+            Implementation::new(self.name.unwrap_or("gimlet-tests"), "0.0.0"),
+        )
     }
 
     async fn create_elicitation(

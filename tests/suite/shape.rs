@@ -152,3 +152,37 @@ async fn structured_results_repeat_the_text_for_hosts_that_show_only_them() {
     }
     gimlet.stop().await;
 }
+
+#[tokio::test]
+async fn codex_gets_pages_it_shows_whole_unless_limits_are_configured() {
+    // Codex keeps about 12,000 bytes of a tool's text and cuts the middle out of the rest: a
+    // 45 KiB page would lose lines without the model knowing where to go on.
+    let codex = TestClient {
+        name: Some("codex-mcp-client"),
+        ..TestClient::default()
+    };
+    let big: String = (1..=3000)
+        .map(|i| format!("line {i:04} with some padding\n"))
+        .collect();
+    let gimlet = Gimlet::start_default_shape(codex.clone(), &[]).await;
+    gimlet.write("big.txt", &big);
+    let page = text(&gimlet.call("read", json!({"path": "big.txt"})).await);
+    assert!(page.len() <= 11 * 1024, "{} bytes", page.len());
+    assert!(page.contains("Use offset="), "{page}");
+    gimlet.stop().await;
+
+    // Limits the user set are theirs: no lowering.
+    let (gimlet, _config) =
+        Gimlet::start_with_config(codex, "[output]\nmax_bytes = 30000\n", &[]).await;
+    gimlet.write("big.txt", &big);
+    let page = text(&gimlet.call("read", json!({"path": "big.txt"})).await);
+    assert!(page.len() > 20_000, "{} bytes", page.len());
+    gimlet.stop().await;
+
+    // Other hosts get the default page.
+    let gimlet = Gimlet::start_default_shape(TestClient::default(), &[]).await;
+    gimlet.write("big.txt", &big);
+    let page = text(&gimlet.call("read", json!({"path": "big.txt"})).await);
+    assert!(page.len() > 40_000, "{} bytes", page.len());
+    gimlet.stop().await;
+}

@@ -17,6 +17,7 @@
 //! ```
 
 mod ask;
+mod hosts;
 mod logging;
 mod mapping;
 mod mrtr;

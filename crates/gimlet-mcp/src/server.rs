@@ -433,8 +433,16 @@ impl GimletServer {
                 let round = Round::new(params, &sealer);
                 (sealer, round)
             });
+        let session = self.session_for(rc);
+        if let Some(budget) = rc
+            .peer
+            .peer_info()
+            .and_then(|info| crate::hosts::result_budget(&info.client_info.name))
+        {
+            session.set_result_budget(budget);
+        }
         let mut builder = ToolContext::builder(Arc::clone(&self.app.env))
-            .session(self.session_for(rc))
+            .session(session)
             .call_id(rc.id.to_string())
             .cancellation(rc.ct.clone())
             .asker(Arc::new(ElicitationAsker::new(

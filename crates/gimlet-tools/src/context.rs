@@ -57,6 +57,7 @@ fn sandbox_status(exec: &Exec) -> SandboxStatus {
 #[derive(Debug)]
 pub struct ToolEnv {
     roots: RootSet,
+    limits_configured: bool,
     /// The roots were not given but taken from the working directory: a client's roots
     /// replace them.
     implicit_roots: bool,
@@ -107,6 +108,12 @@ impl ToolEnv {
     /// Default output limits (a tool's own limits are capped by these).
     pub fn limits(&self) -> OutputLimits {
         self.limits
+    }
+
+    /// Whether the output limits were set ([`ToolEnvBuilder::limits`]) rather than left at
+    /// their defaults: a session's result budget only lowers default limits.
+    pub fn limits_configured(&self) -> bool {
+        self.limits_configured
     }
 
     /// Where truncated outputs are saved.
@@ -178,6 +185,7 @@ impl ToolEnv {
     pub fn for_client(&self, client_name: Option<String>) -> Self {
         Self {
             roots: self.roots.clone(),
+            limits_configured: self.limits_configured,
             implicit_roots: self.implicit_roots,
             policy: RwLock::new(self.policy()),
             limits: self.limits,
@@ -355,6 +363,7 @@ impl ToolEnvBuilder {
         })?;
         Ok(ToolEnv {
             roots,
+            limits_configured: self.limits.is_some(),
             implicit_roots,
             policy: RwLock::new(Arc::new(self.policy.unwrap_or_default())),
             limits: self.limits.unwrap_or_default(),
@@ -388,6 +397,9 @@ pub struct Session {
     /// Concurrency-safe calls share it; the others hold it alone, in arrival order.
     lane: tokio::sync::RwLock<()>,
     client_roots: RwLock<Vec<Arc<Root>>>,
+    /// The most bytes of one result the client shows its model whole, if less than gimlet's
+    /// default limit (see [`Session::set_result_budget`]).
+    result_budget: std::sync::OnceLock<usize>,
     extensions: Extensions,
 }
 
@@ -435,6 +447,20 @@ impl Session {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// Says how much of one result the client shows its model whole, where that is less than
+    /// gimlet's default limit: Codex, for one, keeps about 12,000 bytes of a tool's text and
+    /// cuts the middle out of the rest. Unless the output limits were configured, results of
+    /// this session are then truncated (and paged) to fit, so nothing is lost without a
+    /// notice saying how to go on. Set once, when the client is known.
+    pub fn set_result_budget(&self, bytes: usize) {
+        let _ = self.result_budget.set(bytes);
+    }
+
+    /// The budget set by [`Session::set_result_budget`].
+    pub fn result_budget(&self) -> Option<usize> {
+        self.result_budget.get().copied()
     }
 
     /// A tool's own per-session state, created on first use.

@@ -209,7 +209,7 @@ async fn run_stages(
         permission::confirm_for_hook(tool.name(), &input, reason, ctx).await?;
     }
     let output = execute(tool, args, ctx).await?;
-    let limits = tool.output_limits(ctx.env());
+    let limits = limits_for(tool, ctx);
     let output = if truncate::saves(&output, limits) {
         // The full text goes to a spill file: file work, off the runtime.
         ctx.blocking(move |ctx| Ok(truncate::apply(output, limits, ctx.env().spill())))
@@ -223,6 +223,18 @@ async fn run_stages(
         ctx,
     };
     Ok(hooks::after(hooks, &call, output).await)
+}
+
+/// The tool's output limits, lowered to what the session's client shows its model whole
+/// ([`crate::Session::set_result_budget`]) unless the limits were configured.
+fn limits_for(tool: &dyn DynTool, ctx: &ToolContext) -> crate::OutputLimits {
+    let mut limits = tool.output_limits(ctx.env());
+    if !ctx.env().limits_configured()
+        && let Some(budget) = ctx.session().result_budget()
+    {
+        limits.max_bytes = limits.max_bytes.min(budget);
+    }
+    limits
 }
 
 /// Stages 1-3: parse, validate, permission.
