@@ -87,6 +87,24 @@ async fn table_of_edits() {
             json!({"old_string": "", "new_string": "filled\n"}),
             Ok(b"filled\n"),
         ),
+        // A file holding only a BOM counts as empty, and keeps its BOM.
+        (
+            b"\xef\xbb\xbf",
+            json!({"old_string": "", "new_string": "filled\n"}),
+            Ok(b"\xef\xbb\xbffilled\n"),
+        ),
+        // A fallback match of `old_string`'s final newline at the end of a file that has none:
+        // the file keeps having none.
+        (
+            b"fn a() {\n    x();\n}",
+            json!({"old_string": "fn a() {\n  x();\n}\n", "new_string": "fn a() {\n  y();\n}\n"}),
+            Ok(b"fn a() {\n    y();\n}"),
+        ),
+        (
+            b"keep\nlast line   ",
+            json!({"old_string": "last line\n", "new_string": "final line\n"}),
+            Ok(b"keep\nfinal line"),
+        ),
     ];
     for (before, args, expected) in cases {
         let got = edit_case(before, args.clone()).await;
