@@ -333,6 +333,8 @@ impl ToolEnvBuilder {
             path: spill_dir.display().to_string(),
             source,
         })?;
+        // Multi-file changes a crash interrupted are rolled back before anything else runs.
+        crate::fs::recover_pending(&spill.dir().join(".pending"));
         Ok(ToolEnv {
             roots,
             policy: RwLock::new(Arc::new(self.policy.unwrap_or_default())),

@@ -11,8 +11,8 @@ use super::edit::preview_text;
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::fs::{
-    Journal, Loaded, PathError, ResolvedPath, check_fresh, check_not_stale, commit, create_parents,
-    load, remove_file, write_atomic,
+    Journal, Loaded, PathError, ResolvedPath, check_fresh, check_not_stale, commit_many,
+    create_parents, load,
 };
 use crate::patch::{FileOp, Patch, apply_hunks, parse};
 use crate::permission::{Access, Permission};
@@ -302,49 +302,63 @@ fn plan(ctx: &ToolContext, patch: &Patch) -> Result<Vec<FileChange>, ToolError> 
                     }),
                     Some(dest) => {
                         let target = load(resolve(dest)?)?;
-                        let dest_display = target.resolved.display();
-                        if target.resolved.path == loaded.resolved.path {
-                            // Moving a file onto itself is an update.
-                            changes.push(FileChange {
-                                loaded,
-                                new: Some(text),
-                                action: Action::Updated,
-                                levels,
-                            });
-                            continue;
-                        }
-                        if changes
-                            .iter()
-                            .any(|c| c.loaded.resolved.path == target.resolved.path)
-                        {
-                            return Err(ToolError::invalid(format!(
-                                "the patch changes `{dest_display}` twice; merge its operations into one"
-                            )));
-                        }
-                        let action = if target.exists() {
-                            check_replaceable(ctx, &target, "`*** Move to:` replaces it")?;
-                            Action::Replaced
-                        } else {
-                            Action::Added
-                        };
-                        changes.push(FileChange {
-                            loaded,
-                            new: None,
-                            action: Action::MovedAway { to: dest_display },
-                            levels: levels.clone(),
-                        });
-                        changes.push(FileChange {
-                            loaded: target,
-                            new: Some(text),
-                            action,
-                            levels,
-                        });
+                        plan_move(ctx, &mut changes, loaded, target, text, levels)?;
                     }
                 }
             }
         }
     }
     Ok(changes)
+}
+
+/// The two halves of a move: the source removed, the destination written (replacing a file
+/// there only as `write` would).
+fn plan_move(
+    ctx: &ToolContext,
+    changes: &mut Vec<FileChange>,
+    loaded: Loaded,
+    target: Loaded,
+    text: String,
+    levels: Vec<MatchLevel>,
+) -> Result<(), ToolError> {
+    let dest_display = target.resolved.display();
+    if target.resolved.path == loaded.resolved.path {
+        // Moving a file onto itself is an update.
+        changes.push(FileChange {
+            loaded,
+            new: Some(text),
+            action: Action::Updated,
+            levels,
+        });
+        return Ok(());
+    }
+    if changes
+        .iter()
+        .any(|c| c.loaded.resolved.path == target.resolved.path)
+    {
+        return Err(ToolError::invalid(format!(
+            "the patch changes `{dest_display}` twice; merge its operations into one"
+        )));
+    }
+    let action = if target.exists() {
+        check_replaceable(ctx, &target, "`*** Move to:` replaces it")?;
+        Action::Replaced
+    } else {
+        Action::Added
+    };
+    changes.push(FileChange {
+        loaded,
+        new: None,
+        action: Action::MovedAway { to: dest_display },
+        levels: levels.clone(),
+    });
+    changes.push(FileChange {
+        loaded: target,
+        new: Some(text),
+        action,
+        levels,
+    });
+    Ok(())
 }
 
 /// Refuses to replace an existing file the session has not seen as it is: the rule of `write`.
@@ -376,10 +390,9 @@ fn replacement(loaded: &Loaded, content: &str) -> String {
     }
 }
 
-/// Writes every change; if one fails, restores the ones already written.
+/// Writes every change, all or nothing, also across a crash (see `fs::commit_all`).
 fn apply(ctx: &ToolContext, plan: &[FileChange]) -> Result<(), ToolError> {
-    let journal = ctx.session().state::<Journal>();
-    let change = journal.begin();
+    let change = ctx.session().state::<Journal>().begin();
     // Moves write the destination before removing the source.
     let mut order: Vec<&FileChange> = plan
         .iter()
@@ -389,56 +402,17 @@ fn apply(ctx: &ToolContext, plan: &[FileChange]) -> Result<(), ToolError> {
         plan.iter()
             .filter(|c| matches!(c.action, Action::MovedAway { .. })),
     );
-    let mut done: Vec<&FileChange> = Vec::new();
-    for file in order {
-        let result = (|| {
-            if !file.loaded.exists() {
-                create_parents(&file.loaded.resolved)?;
-            }
-            commit(
-                ctx,
-                ApplyPatchTool::NAME,
-                change,
-                &file.loaded,
-                file.new.as_deref().map(str::as_bytes),
-            )
-        })();
-        if let Err(err) = result {
-            let restored = rollback(ctx, &done);
-            journal.remove_change(change);
-            return Err(ToolError::failed(format!(
-                "writing `{}` failed: {err}. {}",
-                file.loaded.resolved.display(),
-                restored
-            )));
+    for file in &order {
+        if !file.loaded.exists() {
+            create_parents(&file.loaded.resolved)?;
         }
-        done.push(file);
     }
+    let files: Vec<(&Loaded, Option<&[u8]>)> = order
+        .iter()
+        .map(|c| (&c.loaded, c.new.as_deref().map(str::as_bytes)))
+        .collect();
+    commit_many(ctx, ApplyPatchTool::NAME, change, &files)?;
     Ok(())
-}
-
-/// Puts back what the files were before; says how that went.
-fn rollback(ctx: &ToolContext, done: &[&FileChange]) -> String {
-    let mut failed = Vec::new();
-    for file in done.iter().rev() {
-        let resolved = &file.loaded.resolved;
-        let result = match &file.loaded.bytes {
-            Some(bytes) => write_atomic(resolved, bytes, file.loaded.ownership).map(|_| ()),
-            None => remove_file(resolved),
-        };
-        match result {
-            Ok(()) => ctx.session().files().forget(&resolved.path),
-            Err(err) => failed.push(format!("`{}` ({err})", resolved.display())),
-        }
-    }
-    if failed.is_empty() {
-        String::from("Nothing was changed: the files already written were restored.")
-    } else {
-        format!(
-            "Some files could not be restored and differ from before: {}",
-            failed.join(", ")
-        )
-    }
 }
 
 fn report(plan: &[FileChange]) -> ToolOutput {
