@@ -280,6 +280,8 @@ pub(super) struct TempFile {
     pub(super) name: Option<OsString>,
     /// Which file it is.
     pub(super) id: FileId,
+    /// What was written into it.
+    pub(super) hash: ContentHash,
 }
 
 #[cfg(test)]
@@ -350,7 +352,12 @@ impl TempFile {
         }
         filled?;
         let id = FileId::of(&file.metadata()?);
-        Ok(Self { file, name, id })
+        Ok(Self {
+            file,
+            name,
+            id,
+            hash: ContentHash::of(bytes),
+        })
     }
 
     /// Gives the file the name `name` in `dir` (an unnamed one is linked, a named one renamed),
@@ -590,17 +597,20 @@ fn swap_in(
         // The file that was there is now under the temporary name.
         let same = matches(dir, &temp_name, expected, old.as_mut()).map_err(io)?;
         if !same {
-            exchange(dir, &temp_name, name).map_err(io)?;
+            swap_back(dir, name, &temp_name, temp);
             return Err(WriteError::Changed {
                 path: path.to_owned(),
             });
         }
-        if let Some(old) = &old {
+        if let Some(old) = old {
             unlink_if(
                 dir,
                 &temp_name,
                 FileId::of(&old.metadata().map_err(io)?).ino,
             );
+            if let Expected::File { id, hash } = expected {
+                keep_late_appends(dir, name, old, id.size, *hash);
+            }
         } else {
             let _ = rustix::fs::unlinkat(dir, &temp_name, AtFlags::empty());
         }
@@ -615,6 +625,122 @@ fn swap_in(
     }
     rustix::fs::renameat(dir, &temp_name, dir, name).map_err(|e| io(e.into()))?;
     temp.name = None;
+    Ok(())
+}
+
+/// Puts the file that was at `name` (now under `temp_name`) back after a refused swap, unless
+/// another program replaced the name meanwhile (its file then stays). Anything written into the
+/// new file while it was in is carried over.
+pub(super) fn swap_back(dir: &OwnedFd, name: &OsStr, temp_name: &OsStr, temp: &TempFile) {
+    let ours = id_at(dir, name)
+        .ok()
+        .flatten()
+        .is_some_and(|id| id.ino == temp.id.ino);
+    if !ours {
+        return;
+    }
+    let reader = {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        rustix::fs::openat(dir, name, flags, Mode::empty())
+            .ok()
+            .map(File::from)
+    };
+    if matches!(exchange(dir, temp_name, name), Ok(true))
+        && let Some(reader) = reader
+    {
+        keep_late_appends(dir, name, reader, temp.id.size, temp.hash);
+    }
+}
+
+/// How long after a swap a file that left its name is watched for late appends.
+const LATE_APPEND_CHECKS: [std::time::Duration; 4] = [
+    std::time::Duration::ZERO,
+    std::time::Duration::from_millis(20),
+    std::time::Duration::from_millis(200),
+    std::time::Duration::from_secs(2),
+];
+
+/// Carries over what programs append to a file after it left its name: a program that opened
+/// the file just before the swap (as `echo >> file` does) writes into it just after. Whatever
+/// grows past `len` bytes, while the first `len` bytes still hash to `hash`, is appended to the
+/// file now at `name`. Watched for two seconds, in the background.
+pub(super) fn keep_late_appends(
+    dir: &OwnedFd,
+    name: &OsStr,
+    file: File,
+    len: u64,
+    hash: ContentHash,
+) {
+    let Ok(dir) = rustix::io::dup(dir) else {
+        return;
+    };
+    let name = name.to_owned();
+    let watch = move || {
+        let mut copied = len;
+        for wait in LATE_APPEND_CHECKS {
+            if !wait.is_zero() {
+                #[expect(
+                    clippy::disallowed_methods,
+                    reason = "a thread of its own, not a runtime worker"
+                )]
+                std::thread::sleep(wait);
+            }
+            if let Err(err) = carry_over(&dir, &name, &file, len, hash, &mut copied) {
+                tracing::debug!("watching for late appends: {err}");
+                return;
+            }
+        }
+    };
+    let _ = std::thread::Builder::new()
+        .name("gimlet-late-appends".into())
+        .spawn(watch);
+}
+
+/// One check of [`keep_late_appends`].
+fn carry_over(
+    dir: &OwnedFd,
+    name: &OsStr,
+    file: &File,
+    len: u64,
+    hash: ContentHash,
+    copied: &mut u64,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let size = file.metadata()?.len();
+    if size <= *copied {
+        return Ok(());
+    }
+    // Only appends are carried over: the part that was checked must be as it was.
+    let mut prefix = Hasher::default();
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut at = 0;
+    while at < len {
+        let want = usize::try_from((len - at).min(buffer.len() as u64)).unwrap_or(buffer.len());
+        let n = file.read_at(&mut buffer[..want], at)?;
+        if n == 0 {
+            return Ok(());
+        }
+        prefix.update(&buffer[..n]);
+        at += n as u64;
+    }
+    if prefix.finish() != hash {
+        return Ok(());
+    }
+    let mut tail = vec![0u8; usize::try_from(size - *copied).unwrap_or(0)];
+    file.read_exact_at(&mut tail, *copied)?;
+    let flags =
+        OFlags::WRONLY | OFlags::APPEND | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let mut target = File::from(rustix::fs::openat(dir, name, flags, Mode::empty())?);
+    if !target.metadata()?.is_file() {
+        return Ok(());
+    }
+    target.write_all(&tail)?;
+    tracing::info!(
+        "carried {} bytes appended to {} just as it was replaced",
+        tail.len(),
+        name.to_string_lossy()
+    );
+    *copied = size;
     Ok(())
 }
 

@@ -234,3 +234,41 @@ fn named_temporaries_where_files_cannot_be_unnamed() {
     assert!(leftovers(&ws).is_empty(), "{:?}", leftovers(&ws));
     FORCE_NAMED.with(|f| f.set(false));
 }
+
+/// Waits up to 5 s for `check` to hold.
+fn eventually(mut check: impl FnMut() -> bool) -> bool {
+    for _ in 0..500 {
+        if check() {
+            return true;
+        }
+        std::thread::park_timeout(std::time::Duration::from_millis(10));
+    }
+    check()
+}
+
+#[test]
+fn an_append_to_the_file_just_replaced_is_carried_over() {
+    let ws = TestWorkspace::new();
+    let path = ws.write("log.txt", "one\n");
+    let expected = expected_of(&path);
+    // A program opened the file (as `echo >> log.txt` does) just before the swap...
+    let mut early = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    write_checked(&resolve(&ws, "log.txt"), b"ONE\n", None, &expected).unwrap();
+    // ... and writes just after: into the file that left the name.
+    early.write_all(b"late\n").unwrap();
+    assert!(
+        eventually(|| std::fs::read_to_string(&path).unwrap() == "ONE\nlate\n"),
+        "{:?}",
+        std::fs::read_to_string(&path)
+    );
+    // An in-place rewrite of the old file is no append: nothing is carried over.
+    let expected = expected_of(&path);
+    let mut early = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    write_checked(&resolve(&ws, "log.txt"), b"TWO\n", None, &expected).unwrap();
+    early.write_all(b"XXXXXXXXXXXX").unwrap();
+    std::thread::park_timeout(std::time::Duration::from_millis(300));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "TWO\n");
+}

@@ -10,8 +10,9 @@
 //!
 //! A server killed in the middle leaves the intent, unlocked. [`recover_pending`], run at the
 //! next start, rolls such a change back from the names the intent lists: files already swapped
-//! in are swapped back out (unless changed since), temporaries are removed. A change is thus
-//! whole or absent, never half.
+//! in are swapped back out (unless changed since), temporaries are removed. If every file had
+//! gone in and only the clean-up was cut short, it finishes the clean-up instead. A change is
+//! thus whole or absent, never half.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -25,7 +26,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::fs::atomic_write::{
     Expected, FileId, Ownership, TempFile, WriteError, exchange, hash_file, hold_old, id_at,
-    is_exist, matches, open_parent_dir, rename_noreplace, sweep_once, temp_name, unlink_if,
+    is_exist, keep_late_appends, matches, open_parent_dir, rename_noreplace, swap_back, sweep_once,
+    temp_name, unlink_if,
 };
 use crate::fs::file_state::ContentHash;
 use crate::fs::paths::{PathError, ResolvedPath};
@@ -195,6 +197,11 @@ fn go_in(
                             let _ = rustix::fs::unlinkat(&s.dir, old, AtFlags::empty());
                         }
                     }
+                }
+                if let (Some(_), Some(old), Expected::File { id, hash }) =
+                    (&s.temp, s.old.take(), s.expected)
+                {
+                    keep_late_appends(&s.dir, &s.name, old, id.size, hash);
                 }
                 let _ = rustix::fs::fsync(&s.dir);
                 metas.push(s.temp.as_ref().and_then(|t| t.file.metadata().ok()));
@@ -391,7 +398,9 @@ fn put_in(s: &mut Staged) -> Result<(), WriteError> {
                 if matches(&s.dir, &new, &s.expected, s.old.as_mut()).map_err(io)? {
                     return Ok(());
                 }
-                exchange(&s.dir, &new, &s.name).map_err(io)?;
+                if let Some(temp) = &s.temp {
+                    swap_back(&s.dir, &s.name, &new, temp);
+                }
                 return Err(changed());
             }
             // No exchange here: the old file moves aside under a name of its own first.
@@ -497,9 +506,13 @@ pub fn recover_pending(pending: &Path) -> usize {
             .and_then(|bytes| serde_json::from_slice(&bytes).ok());
         // An intent cut short was never complete, so nothing went in after it.
         if let Some(intent) = intent {
+            let complete = intent.ops.iter().all(|op| went_in(op).unwrap_or(false));
             for op in intent.ops.iter().rev() {
-                if let Err(err) = roll_back(op) {
-                    tracing::warn!("rolling back an interrupted change: {err}");
+                // Every file went in: only the clean-up was cut short; finish it. Otherwise
+                // put every file back.
+                let result = if complete { finish(op) } else { roll_back(op) };
+                if let Err(err) = result {
+                    tracing::warn!("recovering an interrupted change: {err}");
                 }
             }
             recovered += 1;
@@ -512,19 +525,67 @@ pub fn recover_pending(pending: &Path) -> usize {
     recovered
 }
 
-/// Puts one step of an interrupted change back as it was, from what its names hold now.
-fn roll_back(op: &IntentOp) -> std::io::Result<()> {
+/// The names of one step, decoded, and its directory.
+struct OpNames {
+    dir: OwnedFd,
+    name: OsString,
+    new_aside: Option<OsString>,
+    old_aside: Option<OsString>,
+    old_fallback: Option<OsString>,
+}
+
+fn open_op(op: &IntentOp) -> std::io::Result<OpNames> {
     let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, "bad intent");
     let dir_path = PathBuf::from(unhex(&op.dir).ok_or_else(bad)?);
-    let name = unhex(&op.name).ok_or_else(bad)?;
-    let new_aside = op.new_aside.as_deref().map(unhex).transpose_ok(bad)?;
-    let old_aside = op.old_aside.as_deref().map(unhex).transpose_ok(bad)?;
-    let old_fallback = op.old_fallback.as_deref().map(unhex).transpose_ok(bad)?;
     let dir: OwnedFd = rustix::fs::open(
         &dir_path,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )?;
+    Ok(OpNames {
+        dir,
+        name: unhex(&op.name).ok_or_else(bad)?,
+        new_aside: op.new_aside.as_deref().map(unhex).transpose_ok(bad)?,
+        old_aside: op.old_aside.as_deref().map(unhex).transpose_ok(bad)?,
+        old_fallback: op.old_fallback.as_deref().map(unhex).transpose_ok(bad)?,
+    })
+}
+
+/// Whether a step of an interrupted change had gone in: its new file under the name, or (for
+/// a removal) no file there.
+fn went_in(op: &IntentOp) -> std::io::Result<bool> {
+    let names = open_op(op)?;
+    let at_name = id_at(&names.dir, &names.name)?.map(|id| id.ino);
+    Ok(match op.new_ino {
+        Some(ino) => at_name == Some(ino),
+        None => at_name.is_none(),
+    })
+}
+
+/// Completes one step of a change whose files all went in: the old files go.
+fn finish(op: &IntentOp) -> std::io::Result<()> {
+    let names = open_op(op)?;
+    if let Some(old_ino) = op.old_ino {
+        for old in [&names.old_aside, &names.old_fallback]
+            .into_iter()
+            .flatten()
+        {
+            unlink_if(&names.dir, old, old_ino);
+        }
+    }
+    let _ = rustix::fs::fsync(&names.dir);
+    Ok(())
+}
+
+/// Puts one step of an interrupted change back as it was, from what its names hold now.
+fn roll_back(op: &IntentOp) -> std::io::Result<()> {
+    let OpNames {
+        dir,
+        name,
+        new_aside,
+        old_aside,
+        old_fallback,
+    } = open_op(op)?;
     let ino_at = |n: &OsStr| id_at(&dir, n).ok().flatten().map(|id: FileId| id.ino);
     let at_name = ino_at(&name);
     // Where the file that was there waits, if anywhere.
@@ -718,7 +779,7 @@ mod tests {
     }
 
     #[test]
-    fn a_crash_at_any_step_is_rolled_back_at_the_next_start() {
+    fn a_crash_at_any_step_is_undone_or_completed_at_the_next_start() {
         for named in [false, true] {
             crate::fs::atomic_write::FORCE_NAMED.with(|f| f.set(named));
             for steps_in in 0..=4 {
@@ -727,15 +788,51 @@ mod tests {
                 let plan = scenario(&ws);
                 crash_after(&steps(&plan), &pending, steps_in);
                 assert_eq!(recover_pending(&pending), 1);
+                // Whole or absent: back as before, or (every file in) kept as the change made it.
+                let want = if steps_in < 4 {
+                    before()
+                } else {
+                    vec![
+                        ("a".into(), "a1\n".into()),
+                        ("b".into(), "b1\n".into()),
+                        ("c".into(), "c1\n".into()),
+                    ]
+                };
                 assert_eq!(
                     files(&ws),
-                    before(),
+                    want,
                     "crash after {steps_in} steps (named {named})"
                 );
                 assert_eq!(std::fs::read_dir(&pending).unwrap().count(), 0);
             }
         }
         crate::fs::atomic_write::FORCE_NAMED.with(|f| f.set(false));
+    }
+
+    #[test]
+    fn a_crash_after_every_file_went_in_keeps_the_change() {
+        let ws = TestWorkspace::new();
+        let pending = ws.root().join("../pending-complete");
+        let plan = scenario(&ws);
+        let mut staged: Vec<Staged> = steps(&plan).iter().map(|s| stage(s).unwrap()).collect();
+        let intent = record(&pending, &staged).unwrap();
+        for s in &mut staged {
+            put_in(s).unwrap();
+        }
+        // The clean-up had removed one old file when the crash came.
+        let old = staged[0].old_aside.clone().unwrap();
+        rustix::fs::unlinkat(&staged[0].dir, &old, AtFlags::empty()).unwrap();
+        drop(intent);
+        drop(staged);
+        assert_eq!(recover_pending(&pending), 1);
+        assert_eq!(
+            files(&ws),
+            vec![
+                ("a".into(), "a1\n".into()),
+                ("b".into(), "b1\n".into()),
+                ("c".into(), "c1\n".into())
+            ]
+        );
     }
 
     #[test]
