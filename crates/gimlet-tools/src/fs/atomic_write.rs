@@ -663,7 +663,8 @@ const LATE_APPEND_CHECKS: [std::time::Duration; 4] = [
 /// Carries over what programs append to a file after it left its name: a program that opened
 /// the file just before the swap (as `echo >> file` does) writes into it just after. Whatever
 /// grows past `len` bytes, while the first `len` bytes still hash to `hash`, is appended to the
-/// file now at `name`. Watched for two seconds, in the background.
+/// file now at `name`. Checked at once, then for two seconds by one background thread that
+/// watches every such file.
 pub(super) fn keep_late_appends(
     dir: &OwnedFd,
     name: &OsStr,
@@ -674,26 +675,108 @@ pub(super) fn keep_late_appends(
     let Ok(dir) = rustix::io::dup(dir) else {
         return;
     };
-    let name = name.to_owned();
-    let watch = move || {
-        let mut copied = len;
-        for wait in LATE_APPEND_CHECKS {
-            if !wait.is_zero() {
-                #[expect(
-                    clippy::disallowed_methods,
-                    reason = "a thread of its own, not a runtime worker"
-                )]
-                std::thread::sleep(wait);
-            }
-            if let Err(err) = carry_over(&dir, &name, &file, len, hash, &mut copied) {
-                tracing::debug!("watching for late appends: {err}");
-                return;
-            }
-        }
+    let mut watched = Watched {
+        dir,
+        name: name.to_owned(),
+        file,
+        len,
+        hash,
+        copied: len,
+        since: std::time::Instant::now(),
+        checks: 1,
     };
-    let _ = std::thread::Builder::new()
-        .name("gimlet-late-appends".into())
-        .spawn(watch);
+    if watched.check().is_err() {
+        return;
+    }
+    let sender = WATCHER.get_or_init(|| {
+        let (send, receive) = std::sync::mpsc::channel::<Watched>();
+        std::thread::Builder::new()
+            .name("gimlet-late-appends".into())
+            .spawn(move || watch_late_appends(&receive))
+            .ok()
+            .map(|_| Mutex::new(send))
+    });
+    if let Some(sender) = sender {
+        let _ = sender
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .send(watched);
+    }
+}
+
+/// The queue of the one thread that watches files for late appends (`None` if it could not
+/// start).
+static WATCHER: OnceLock<Option<Mutex<std::sync::mpsc::Sender<Watched>>>> = OnceLock::new();
+
+/// A file that left its name, watched for late appends.
+struct Watched {
+    dir: OwnedFd,
+    name: OsString,
+    file: File,
+    len: u64,
+    hash: ContentHash,
+    copied: u64,
+    since: std::time::Instant,
+    /// Checks done, of [`LATE_APPEND_CHECKS`].
+    checks: usize,
+}
+
+impl Watched {
+    fn due(&self) -> Option<std::time::Instant> {
+        LATE_APPEND_CHECKS
+            .get(self.checks)
+            .map(|wait| self.since + *wait)
+    }
+
+    fn check(&mut self) -> std::io::Result<()> {
+        carry_over(
+            &self.dir,
+            &self.name,
+            &self.file,
+            self.len,
+            self.hash,
+            &mut self.copied,
+        )
+    }
+}
+
+/// Files watched at most; the oldest go first beyond.
+const MAX_WATCHED: usize = 1024;
+
+/// The watcher thread: checks each file when due, drops it after its last check.
+fn watch_late_appends(receive: &std::sync::mpsc::Receiver<Watched>) {
+    let mut watched: Vec<Watched> = Vec::new();
+    loop {
+        let now = std::time::Instant::now();
+        let wait = watched
+            .iter()
+            .filter_map(Watched::due)
+            .min()
+            .map_or(std::time::Duration::from_secs(60), |due| {
+                due.saturating_duration_since(now)
+            });
+        match receive.recv_timeout(wait) {
+            Ok(new) => {
+                if watched.len() >= MAX_WATCHED {
+                    watched.remove(0);
+                }
+                watched.push(new);
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+        }
+        let now = std::time::Instant::now();
+        watched.retain_mut(|w| {
+            while w.due().is_some_and(|due| due <= now) {
+                w.checks += 1;
+                if let Err(err) = w.check() {
+                    tracing::debug!("watching for late appends: {err}");
+                    return false;
+                }
+            }
+            w.due().is_some()
+        });
+    }
 }
 
 /// One check of [`keep_late_appends`].
