@@ -899,7 +899,7 @@ pub(super) fn sweep_once(dir: &OwnedFd, path: &std::path::Path) {
         swept.insert(key)
     };
     if first {
-        sweep(dir, &[]);
+        sweep(dir);
     }
 }
 
@@ -908,9 +908,9 @@ pub(super) fn sweep_once(dir: &OwnedFd, path: &std::path::Path) {
 const TXN_SWEEP_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
 
 /// Removes gimlet's temporaries in `dir` whose writer is dead (their lock is free). Temporaries
-/// of a multi-file change (`.txn`) are left to recovery, unless listed in `done` or a day old.
-/// Returns how many went.
-pub(super) fn sweep(dir: &OwnedFd, done: &[OsString]) -> usize {
+/// of a multi-file change (`.txn`) are left to the recovery that reads its intent, unless a day
+/// old. Returns how many went.
+pub(super) fn sweep(dir: &OwnedFd) -> usize {
     let Ok(entries) = rustix::fs::Dir::read_from(dir) else {
         return 0;
     };
@@ -935,7 +935,7 @@ pub(super) fn sweep(dir: &OwnedFd, done: &[OsString]) -> usize {
             .ok()
             .and_then(|t| t.elapsed().ok())
             .is_some_and(|age| age >= TXN_SWEEP_AGE);
-        if !meta.is_file() || (kind == "txn" && !done.contains(&name) && !old_enough) {
+        if !meta.is_file() || (kind == "txn" && !old_enough) {
             continue;
         }
         unlink_if(dir, &name, meta.ino());

@@ -185,11 +185,11 @@ fn a_sweep_removes_dead_writers_temporaries_and_leaves_live_ones() {
     let holder = File::open(&live).unwrap();
     rustix::fs::flock(&holder, FlockOperation::LockExclusive).unwrap();
     let (dir, _) = open_parent_dir(&resolve(&ws, "x.txt")).unwrap();
-    assert_eq!(sweep(&dir, &[]), 1);
+    assert_eq!(sweep(&dir), 1);
     assert!(!dead.exists());
     assert!(live.exists() && txn.exists() && mine.exists());
     drop(holder);
-    assert_eq!(sweep(&dir, &[]), 1);
+    assert_eq!(sweep(&dir), 1);
     assert!(!live.exists() && txn.exists());
     // The first write into a directory sweeps it.
     let sub = ws.write("sub/.f.gimlet-aaaaaaaaaaaa.tmp", "debris");
