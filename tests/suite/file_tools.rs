@@ -110,3 +110,114 @@ async fn parallel_edits_of_one_file_all_land() {
     assert_eq!(text, expected, "no edit lost another");
     gimlet.stop().await;
 }
+
+#[tokio::test]
+async fn edits_racing_an_appender_lose_no_append() {
+    use std::io::Write as _;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+    let gimlet = Gimlet::start().await;
+    let path = gimlet.write("log.txt", "counter: 0\n");
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU32::new(0));
+    // Another program appends a line every 10 ms, opening the file each time as `>>` does.
+    let appender = {
+        let (path, stop, count) = (path.clone(), Arc::clone(&stop), Arc::clone(&count));
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                let n = count.load(Ordering::SeqCst);
+                let mut file = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&path)
+                    .unwrap();
+                file.write_all(format!("append {n}\n").as_bytes()).unwrap();
+                drop(file);
+                count.store(n + 1, Ordering::SeqCst);
+                std::thread::park_timeout(std::time::Duration::from_millis(10));
+            }
+        })
+    };
+    // Read-and-edit cycles race it: at least 200, and for at least 400 appends.
+    let (mut landed, mut stale) = (0u32, 0u32);
+    while landed + stale < 200 || count.load(Ordering::SeqCst) < 400 {
+        ok_text(
+            &gimlet
+                .call("read", json!({"path": "log.txt", "limit": 1}))
+                .await,
+        );
+        let result = gimlet
+            .call(
+                "edit",
+                json!({"path": "log.txt", "old_string": format!("counter: {landed}\n"),
+                    "new_string": format!("counter: {}\n", landed + 1)}),
+            )
+            .await;
+        if result.is_error == Some(true) {
+            let text = err_text(&result);
+            assert!(
+                text.contains("changed on disk since")
+                    || text.contains("changed by another program"),
+                "{text}"
+            );
+            stale += 1;
+        } else {
+            landed += 1;
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    appender.join().unwrap();
+    let appends = count.load(Ordering::SeqCst);
+    // Appends that reached a file just as it was replaced are carried over within 2 s.
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lost: Vec<u32> = (0..appends)
+        .filter(|i| !text.lines().any(|l| l == format!("append {i}")))
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "{} of {appends} appends lost ({landed} edits landed, {stale} refused as stale): {lost:?}",
+        lost.len()
+    );
+    assert!(
+        text.starts_with(&format!("counter: {landed}\n")),
+        "{landed}"
+    );
+    assert!(landed > 0 && stale > 0, "{landed} landed, {stale} stale");
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn grep_over_a_giant_line_stays_in_bounded_memory() {
+    let gimlet = Gimlet::start().await;
+    // 50 MB in one line, matching at its start and near its end.
+    let mut line = String::from("needle ");
+    line.push_str(&"x".repeat(50 * 1024 * 1024));
+    line.push_str(" needle\n");
+    gimlet.write("giant.txt", &line);
+    gimlet.write("small.txt", "a needle here\n");
+    drop(line);
+    let result = gimlet
+        .call(
+            "grep",
+            json!({"pattern": "needle", "output_mode": "content", "head_limit": 0}),
+        )
+        .await;
+    let status = std::fs::read_to_string(format!("/proc/{}/status", gimlet.pid)).unwrap();
+    let peak_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    // Without a bound the searcher holds the whole line, and the output copies of it.
+    assert!(peak_kib < 100 * 1024, "peak {} MiB", peak_kib / 1024);
+    let text = ok_text(&result);
+    assert!(text.contains("small.txt:1:a needle here"), "{text}");
+    assert!(
+        text.contains("giant.txt") && text.contains("longer than"),
+        "the over-long line is reported: {}",
+        &text[..text.len().min(2000)]
+    );
+    gimlet.stop().await;
+}

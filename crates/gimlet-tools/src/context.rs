@@ -361,6 +361,8 @@ impl ToolEnvBuilder {
             path: spill_dir.display().to_string(),
             source,
         })?;
+        // Multi-file changes a crash interrupted are rolled back before anything else runs.
+        crate::fs::recover_pending(&spill.dir().join(".pending"));
         Ok(ToolEnv {
             roots,
             limits_configured: self.limits.is_some(),

@@ -65,6 +65,8 @@ pub struct OutputBuffer {
     spill_failed: bool,
     max_spill: u64,
     saved: u64,
+    /// Bytes kept at the end (the same as at the start unless set).
+    tail_keep: usize,
 }
 
 impl std::fmt::Debug for OutputBuffer {
@@ -90,7 +92,15 @@ impl OutputBuffer {
             spill_failed: false,
             max_spill: u64::MAX,
             saved: 0,
+            tail_keep: keep,
         }
+    }
+
+    /// Keeps only `bytes` at the end in memory (for outputs shown from their start).
+    #[must_use]
+    pub fn with_tail(mut self, bytes: usize) -> Self {
+        self.tail_keep = bytes.min(self.keep);
+        self
     }
 
     /// Stops the spill file from growing past `bytes` (the in-memory tail keeps following).
@@ -153,8 +163,9 @@ impl OutputBuffer {
                 return;
             }
         }
+        let bytes = &bytes[bytes.len().saturating_sub(self.tail_keep)..];
         self.tail.extend(bytes);
-        let excess = self.tail.len().saturating_sub(self.keep);
+        let excess = self.tail.len().saturating_sub(self.tail_keep);
         self.tail.drain(..excess);
     }
 

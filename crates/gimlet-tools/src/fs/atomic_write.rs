@@ -1,18 +1,40 @@
-//! Atomic writes: the old file or the new one, never a mix, never an empty file.
+//! Atomic writes: the old file or the new one, never a mix, never an empty file, no debris, and
+//! no outside change lost.
 //!
-//! A write creates a temporary file next to the target (relative to the parent directory's
-//! handle, with `O_EXCL`), writes and fsyncs it, gives it the target's mode (and owner, where
-//! allowed), renames it over the target, and fsyncs the directory. Any failure removes the
-//! temporary file and leaves the target as it was. Targets that are not regular files, or
-//! that have more than one hard link (a write would silently split them), are refused.
+//! A write creates its temporary file next to the target as an unnamed file (`O_TMPFILE`), so
+//! a crash while it fills leaves nothing behind; where the file system cannot, it falls back to
+//! a named `.NAME.gimlet-<id>.tmp` with `O_EXCL`. The temporary file gets the target's owner and
+//! mode *before* any byte is written (a 0600 file's content is never readable by others), is
+//! filled and fsynced, and holds an `flock` for as long as its writer lives.
+//!
+//! It then goes in at the last possible moment with `renameat2(RENAME_EXCHANGE)`: the new file
+//! takes the target's name and the file that was there comes out under the temporary name, where
+//! it is checked against what the change was computed from (same inode, size, modification time
+//! and content hash). If another program changed it in the meantime, the two are swapped back
+//! and the change is refused as stale: every outside change ends up in the final file or in a
+//! refusal. A new file is linked in with no-replace semantics, so a file created meanwhile is
+//! never overwritten. The directory is fsynced after.
+//!
+//! The first write into a directory also sweeps gimlet's own temporaries there whose writer is
+//! dead (their `flock` is free): debris from a killed server heals itself.
+//!
+//! Targets that are not regular files, or that have more than one hard link (a write would
+//! silently split them), are refused. Several files change all or nothing with
+//! [`commit_all`](super::journal::commit_all), built on the same steps.
 
+use std::collections::HashSet;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io::Write;
-use std::os::fd::{AsFd, OwnedFd};
+use std::io::{Read, Seek, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags, RenameFlags};
+use rustix::io::Errno;
 
+use super::file_state::{ContentHash, Hasher};
 use super::paths::{Location, PathError, ResolvedPath, file_kind, open_beneath};
 
 /// What the file had before, for keeping its mode and owner.
@@ -35,6 +57,48 @@ impl Ownership {
             gid: meta.gid(),
         }
     }
+}
+
+/// Which file a path held, and as it was: enough to tell whether it changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileId {
+    /// Device.
+    pub dev: u64,
+    /// Inode.
+    pub ino: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time (seconds, nanoseconds).
+    pub mtime: (i64, i64),
+}
+
+impl FileId {
+    /// Of existing metadata.
+    pub fn of(meta: &std::fs::Metadata) -> Self {
+        Self {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+        }
+    }
+}
+
+/// What a change expects at its target when it goes in: the file it was computed from, or
+/// nothing. A different file there (another program wrote it meanwhile) refuses the change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expected {
+    /// No file.
+    Absent,
+    /// This file with this content.
+    File {
+        /// Which file, as it was.
+        id: FileId,
+        /// Its content hash.
+        hash: ContentHash,
+    },
+    /// Whatever is there (undo's restores and rollbacks, which check by themselves).
+    Anything,
 }
 
 /// Why a write was refused or failed. The target is unchanged in every case.
@@ -68,6 +132,15 @@ pub enum WriteError {
         /// What it is.
         kind: &'static str,
     },
+    /// Another program changed the target while the change was being made.
+    #[error(
+        "`{path}` was changed by another program while this change was being written, so nothing \
+         was changed (its changes are kept). Read it again and retry"
+    )]
+    Changed {
+        /// The path.
+        path: String,
+    },
     /// Writing failed; the target is unchanged.
     #[error("writing `{path}` failed, the file is unchanged: {source}")]
     Io {
@@ -80,7 +153,7 @@ pub enum WriteError {
 }
 
 /// Opens the parent directory of `resolved` for writing into (beneath the root if inside one).
-fn open_parent_dir(resolved: &ResolvedPath) -> Result<(OwnedFd, std::ffi::OsString), PathError> {
+pub(super) fn open_parent_dir(resolved: &ResolvedPath) -> Result<(OwnedFd, OsString), PathError> {
     let name = resolved
         .path
         .file_name()
@@ -117,7 +190,7 @@ fn open_parent_dir(resolved: &ResolvedPath) -> Result<(OwnedFd, std::ffi::OsStri
 /// What is at the target now, checked for being writable.
 fn inspect_target(
     dir: &OwnedFd,
-    name: &std::ffi::OsStr,
+    name: &OsStr,
     resolved: &ResolvedPath,
 ) -> Result<Option<rustix::fs::Stat>, WriteError> {
     match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
@@ -138,7 +211,7 @@ fn inspect_target(
                 }),
             }
         }
-        Err(rustix::io::Errno::NOENT) => Ok(None),
+        Err(Errno::NOENT) => Ok(None),
         Err(e) => Err(WriteError::Io {
             path: resolved.display(),
             source: e.into(),
@@ -146,16 +219,299 @@ fn inspect_target(
     }
 }
 
-/// Replaces (or creates) the file at `resolved` with `bytes`, atomically. `keep` gives the mode
-/// and owner to apply; without it an existing file keeps its own, and a new file gets 0644
-/// minus the umask. Returns the new file's metadata.
-pub fn write_atomic(
+/// Which file a name in `dir` holds now, without following a symlink.
+pub(super) fn id_at(dir: impl AsFd, name: &OsStr) -> std::io::Result<Option<FileId>> {
+    let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    match rustix::fs::openat(dir, name, flags, Mode::empty()) {
+        Ok(fd) => Ok(Some(FileId::of(&File::from(fd).metadata()?))),
+        Err(Errno::NOENT) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The content hash of an open file, read from its start.
+pub(super) fn hash_file(file: &mut File) -> std::io::Result<ContentHash> {
+    file.rewind()?;
+    let mut hasher = Hasher::default();
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let n = file.read(&mut buffer)?;
+        if n == 0 {
+            return Ok(hasher.finish());
+        }
+        hasher.update(&buffer[..n]);
+    }
+}
+
+/// Whether a name is one of gimlet's temporaries: `.NAME.gimlet-<12 hex>.tmp` (or `.txn` for the
+/// files of a multi-file change).
+pub(super) fn temp_kind(name: &[u8]) -> Option<&'static str> {
+    let kind = if name.ends_with(b".tmp") {
+        "tmp"
+    } else if name.ends_with(b".txn") {
+        "txn"
+    } else {
+        return None;
+    };
+    let stem = &name[..name.len() - 4];
+    let id = stem.get(stem.len().checked_sub(12)?..)?;
+    let marked = stem[..stem.len() - 12].ends_with(b".gimlet-");
+    (name.first() == Some(&b'.') && marked && id.iter().all(u8::is_ascii_hexdigit)).then_some(kind)
+}
+
+/// A fresh temporary name for `name`: `.name.gimlet-<random>.<kind>`.
+pub(super) fn temp_name(name: &OsStr, kind: &str) -> OsString {
+    let random =
+        crate::spill::random_id().unwrap_or_else(|_| format!("{:012x}", std::process::id()));
+    let mut temp = OsString::from(".");
+    temp.push(name);
+    temp.push(format!(
+        ".gimlet-{}.{kind}",
+        &random[..12.min(random.len())]
+    ));
+    temp
+}
+
+/// A temporary file being prepared next to its target.
+#[derive(Debug)]
+pub(super) struct TempFile {
+    pub(super) file: File,
+    /// Its name, once it has one (always, for the named fallback).
+    pub(super) name: Option<OsString>,
+    /// Which file it is.
+    pub(super) id: FileId,
+    /// What was written into it.
+    pub(super) hash: ContentHash,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Makes this thread's writes use named temporaries, as where files cannot be unnamed.
+    pub(super) static FORCE_NAMED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether `/proc/self/fd` is there to give an unnamed file a name.
+fn proc_fd_available() -> bool {
+    static AVAILABLE: OnceLock<bool> = OnceLock::new();
+    *AVAILABLE.get_or_init(|| std::path::Path::new("/proc/self/fd").is_dir())
+}
+
+impl TempFile {
+    /// Creates, owns, fills and fsyncs a temporary file in `dir` for `target`. `own` is the
+    /// final owner and mode (`None` for a new file: 0644 minus the umask). `kind` names the
+    /// fallback (`tmp` or `txn`).
+    pub(super) fn create(
+        dir: &OwnedFd,
+        target: &OsStr,
+        bytes: &[u8],
+        own: Option<Ownership>,
+        kind: &str,
+    ) -> std::io::Result<Self> {
+        // An existing file's temporary starts private, and gets its final owner and mode before
+        // any byte goes in; a new file's starts with its final mode.
+        let create_mode = if own.is_some() { 0o600 } else { 0o644 };
+        #[cfg(test)]
+        let named_only = FORCE_NAMED.with(std::cell::Cell::get);
+        #[cfg(not(test))]
+        let named_only = false;
+        let unnamed = if proc_fd_available() && !named_only {
+            match rustix::fs::openat(
+                dir,
+                ".",
+                OFlags::WRONLY | OFlags::TMPFILE | OFlags::CLOEXEC,
+                Mode::from_raw_mode(create_mode),
+            ) {
+                Ok(fd) => Some(fd),
+                // The file system (or kernel) has no unnamed files.
+                Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOENT) => None,
+                Err(e) => return Err(e.into()),
+            }
+        } else {
+            None
+        };
+        let (fd, name) = match unnamed {
+            Some(fd) => (fd, None),
+            None => {
+                let name = temp_name(target, kind);
+                let flags = OFlags::WRONLY
+                    | OFlags::CREATE
+                    | OFlags::EXCL
+                    | OFlags::NOFOLLOW
+                    | OFlags::CLOEXEC;
+                let fd = rustix::fs::openat(dir, &name, flags, Mode::from_raw_mode(create_mode))?;
+                (fd, Some(name))
+            }
+        };
+        // Held until the writer ends: a sweep leaves a locked temporary alone.
+        rustix::fs::flock(&fd, FlockOperation::LockExclusive)?;
+        let mut file = File::from(fd);
+        let filled = fill(&mut file, bytes, own);
+        if let (Err(err), Some(name)) = (&filled, &name) {
+            let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
+            return Err(std::io::Error::new(err.kind(), err.to_string()));
+        }
+        filled?;
+        let id = FileId::of(&file.metadata()?);
+        Ok(Self {
+            file,
+            name,
+            id,
+            hash: ContentHash::of(bytes),
+        })
+    }
+
+    /// Gives the file the name `name` in `dir` (an unnamed one is linked, a named one renamed),
+    /// never replacing anything there. `EEXIST` when the name is taken.
+    pub(super) fn link_as(&mut self, dir: &OwnedFd, name: &OsStr) -> std::io::Result<()> {
+        match &self.name {
+            None => {
+                let proc_path = format!("/proc/self/fd/{}", self.file.as_raw_fd());
+                rustix::fs::linkat(
+                    rustix::fs::CWD,
+                    proc_path.as_str(),
+                    dir,
+                    name,
+                    AtFlags::SYMLINK_FOLLOW,
+                )?;
+            }
+            Some(current) => rename_noreplace(dir, current, name)?,
+        }
+        self.name = Some(name.to_owned());
+        Ok(())
+    }
+
+    /// Removes its name, if it has one.
+    pub(super) fn discard(&mut self, dir: &OwnedFd) {
+        if let Some(name) = self.name.take() {
+            unlink_if(dir, &name, self.id.ino);
+        }
+    }
+}
+
+/// Owner and mode first (chown clears set-id bits), then the bytes, then the set-id bits again
+/// (a write clears them), then fsync.
+fn fill(file: &mut File, bytes: &[u8], own: Option<Ownership>) -> std::io::Result<()> {
+    if let Some(own) = own {
+        let _ = rustix::fs::fchown(
+            file.as_fd(),
+            Some(rustix::fs::Uid::from_raw(own.uid)),
+            Some(rustix::fs::Gid::from_raw(own.gid)),
+        );
+        rustix::fs::fchmod(file.as_fd(), Mode::from_raw_mode(own.mode & 0o1777))?;
+    }
+    file.write_all(bytes)?;
+    if let Some(own) = own
+        && own.mode & 0o6000 != 0
+    {
+        rustix::fs::fchmod(file.as_fd(), Mode::from_raw_mode(own.mode))?;
+    }
+    file.sync_all()
+}
+
+/// Whether an error is `EEXIST`.
+pub(super) fn is_exist(err: &std::io::Error) -> bool {
+    err.raw_os_error() == Some(Errno::EXIST.raw_os_error())
+}
+
+/// Renames `from` to `to` in `dir` unless `to` exists (`EEXIST` then). Where the file system has
+/// no `RENAME_NOREPLACE`, checks first (a tiny window remains there).
+pub(super) fn rename_noreplace(dir: &OwnedFd, from: &OsStr, to: &OsStr) -> std::io::Result<()> {
+    match rustix::fs::renameat_with(dir, from, dir, to, RenameFlags::NOREPLACE) {
+        Ok(()) => Ok(()),
+        Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
+            if id_at(dir, to)?.is_some() {
+                return Err(Errno::EXIST.into());
+            }
+            Ok(rustix::fs::renameat(dir, from, dir, to)?)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Swaps two names in `dir`. `Ok(false)` when the file system cannot.
+pub(super) fn exchange(dir: &OwnedFd, a: &OsStr, b: &OsStr) -> std::io::Result<bool> {
+    match rustix::fs::renameat_with(dir, a, dir, b, RenameFlags::EXCHANGE) {
+        Ok(()) => Ok(true),
+        Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Removes `name` from `dir` if it is still the file `ino`.
+pub(super) fn unlink_if(dir: &OwnedFd, name: &OsStr, ino: u64) {
+    if id_at(dir, name)
+        .ok()
+        .flatten()
+        .is_some_and(|id| id.ino == ino)
+    {
+        let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
+    }
+}
+
+/// Whether the file now named `name` in `dir` is the one `expected` describes. `old` is a handle
+/// opened on the target before it moved, used to read it when it is the same file.
+pub(super) fn matches(
+    dir: &OwnedFd,
+    name: &OsStr,
+    expected: &Expected,
+    old: Option<&mut File>,
+) -> std::io::Result<bool> {
+    let (want_id, want_hash) = match expected {
+        Expected::Anything => return Ok(true),
+        Expected::Absent => return Ok(id_at(dir, name)?.is_none()),
+        Expected::File { id, hash } => (id, hash),
+    };
+    let Some(now) = id_at(dir, name)? else {
+        return Ok(false);
+    };
+    if now != *want_id {
+        return Ok(false);
+    }
+    let hash = match old {
+        Some(file) if FileId::of(&file.metadata()?).ino == now.ino => hash_file(file)?,
+        _ => {
+            let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+            hash_file(&mut File::from(rustix::fs::openat(
+                dir,
+                name,
+                flags,
+                Mode::empty(),
+            )?))?
+        }
+    };
+    Ok(hash == *want_hash)
+}
+
+/// A read handle on the file at `name`, share-locked so that no sweep takes it while it sits
+/// under a temporary name. `None` when it cannot be opened.
+pub(super) fn hold_old(dir: &OwnedFd, name: &OsStr) -> Option<File> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(dir, name, flags, Mode::empty()).ok()?;
+    let _ = rustix::fs::flock(&fd, FlockOperation::NonBlockingLockShared);
+    Some(File::from(fd))
+}
+
+/// Replaces (or creates) the file at `resolved` with `bytes`, atomically, if it is still as
+/// `expected`. `keep` gives the mode and owner to apply; without it an existing file keeps its
+/// own, and a new file gets 0644 minus the umask. Returns the new file's metadata.
+pub fn write_checked(
     resolved: &ResolvedPath,
     bytes: &[u8],
     keep: Option<Ownership>,
+    expected: &Expected,
 ) -> Result<std::fs::Metadata, WriteError> {
     let (dir, name) = open_parent_dir(resolved)?;
     let existing = inspect_target(&dir, &name, resolved)?;
+    let path = resolved.display();
+    let io = |source: std::io::Error| WriteError::Io {
+        path: path.clone(),
+        source,
+    };
+    check_early(existing.as_ref(), expected, &path)?;
+    sweep_once(
+        &dir,
+        resolved.path.parent().unwrap_or(std::path::Path::new("/")),
+    );
     let ownership = keep.or_else(|| {
         existing.map(|s| Ownership {
             mode: s.st_mode & 0o7777,
@@ -163,83 +519,435 @@ pub fn write_atomic(
             gid: s.st_gid,
         })
     });
-    let temp_name = temp_name(&name);
-    let io = |source: std::io::Error| WriteError::Io {
-        path: resolved.display(),
-        source,
+    let mut temp = TempFile::create(&dir, &name, bytes, ownership, "tmp").map_err(io)?;
+    let result = if existing.is_none() {
+        // A new file: linked in under its name, never over one created meanwhile.
+        match temp.link_as(&dir, &name) {
+            Ok(()) => {
+                temp.name = None;
+                Ok(())
+            }
+            Err(e) if is_exist(&e) && *expected == Expected::Anything => {
+                swap_in(&dir, &name, &mut temp, expected, &path)
+            }
+            Err(e) if is_exist(&e) => Err(WriteError::Changed { path: path.clone() }),
+            Err(e) => Err(io(e)),
+        }
+    } else {
+        swap_in(&dir, &name, &mut temp, expected, &path)
     };
-    let create =
-        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let temp = rustix::fs::openat(&dir, &temp_name, create, Mode::from_raw_mode(0o644))
-        .map_err(|e| io(e.into()))?;
-    let result = fill_and_rename(File::from(temp), &dir, &temp_name, &name, bytes, ownership);
     match result {
-        Ok(meta) => {
+        Ok(()) => {
             // The rename is durable once the directory is: a crash after this keeps the new file.
             let _ = rustix::fs::fsync(&dir);
-            Ok(meta)
+            temp.file.metadata().map_err(io)
         }
         Err(err) => {
-            let _ = rustix::fs::unlinkat(&dir, &temp_name, AtFlags::empty());
-            Err(io(err))
+            temp.discard(&dir);
+            Err(err)
         }
     }
 }
 
-fn fill_and_rename(
-    mut temp: File,
-    dir: &OwnedFd,
-    temp_name: &std::ffi::OsStr,
-    name: &std::ffi::OsStr,
-    bytes: &[u8],
-    ownership: Option<Ownership>,
-) -> std::io::Result<std::fs::Metadata> {
-    temp.write_all(bytes)?;
-    if let Some(own) = ownership {
-        // Owner first: chown clears set-id bits, chmod then restores the mode exactly.
-        let _ = rustix::fs::fchown(
-            temp.as_fd(),
-            Some(rustix::fs::Uid::from_raw(own.uid)),
-            Some(rustix::fs::Gid::from_raw(own.gid)),
-        );
-        rustix::fs::fchmod(temp.as_fd(), Mode::from_raw_mode(own.mode))?;
+/// Refuses early what cannot go in: a file where none was expected, or none where one was.
+fn check_early(
+    existing: Option<&rustix::fs::Stat>,
+    expected: &Expected,
+    path: &str,
+) -> Result<(), WriteError> {
+    let changed = match (existing, expected) {
+        (_, Expected::Anything) | (None, Expected::Absent) => false,
+        (Some(_), Expected::Absent) | (None, Expected::File { .. }) => true,
+        (Some(stat), Expected::File { id, .. }) => {
+            u64::try_from(stat.st_size).ok() != Some(id.size)
+        }
+    };
+    if changed {
+        return Err(WriteError::Changed {
+            path: path.to_owned(),
+        });
     }
-    temp.sync_all()?;
-    rustix::fs::renameat(dir, temp_name, dir, name)?;
-    temp.metadata()
+    Ok(())
 }
 
-/// `.name.gimlet-<random>.tmp`, next to the target.
-fn temp_name(name: &std::ffi::OsStr) -> std::ffi::OsString {
-    let random = crate::spill::random_id().unwrap_or_else(|_| format!("{:x}", std::process::id()));
-    let mut temp = std::ffi::OsString::from(".");
-    temp.push(name);
-    temp.push(format!(".gimlet-{}.tmp", &random[..12.min(random.len())]));
-    temp
+/// Puts the filled temporary file in place of `name`: swapped in, the file that comes out
+/// checked against `expected`, swapped back out if it is not that file. The temporary name
+/// goes too.
+fn swap_in(
+    dir: &OwnedFd,
+    name: &OsStr,
+    temp: &mut TempFile,
+    expected: &Expected,
+    path: &str,
+) -> Result<(), WriteError> {
+    let io = |source: std::io::Error| WriteError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut old = hold_old(dir, name);
+    let temp_name = match &temp.name {
+        Some(named) => named.clone(),
+        None => {
+            let named = temp_name(name, "tmp");
+            temp.link_as(dir, &named).map_err(io)?;
+            named
+        }
+    };
+    if exchange(dir, &temp_name, name).map_err(io)? {
+        // The file that was there is now under the temporary name.
+        let same = matches(dir, &temp_name, expected, old.as_mut()).map_err(io)?;
+        if !same {
+            swap_back(dir, name, &temp_name, temp);
+            return Err(WriteError::Changed {
+                path: path.to_owned(),
+            });
+        }
+        if let Some(old) = old {
+            unlink_if(
+                dir,
+                &temp_name,
+                FileId::of(&old.metadata().map_err(io)?).ino,
+            );
+            if let Expected::File { id, hash } = expected {
+                keep_late_appends(dir, name, old, id.size, *hash);
+            }
+        } else {
+            let _ = rustix::fs::unlinkat(dir, &temp_name, AtFlags::empty());
+        }
+        temp.name = None;
+        return Ok(());
+    }
+    // No exchange here: check, then rename over (a short window remains).
+    if !matches(dir, name, expected, old.as_mut()).map_err(io)? {
+        return Err(WriteError::Changed {
+            path: path.to_owned(),
+        });
+    }
+    rustix::fs::renameat(dir, &temp_name, dir, name).map_err(|e| io(e.into()))?;
+    temp.name = None;
+    Ok(())
 }
 
-/// Removes the file at `resolved` (for deletes and moves). Refuses what `write_atomic` would.
-pub fn remove_file(resolved: &ResolvedPath) -> Result<(), WriteError> {
+/// Puts the file that was at `name` (now under `temp_name`) back after a refused swap, unless
+/// another program replaced the name meanwhile (its file then stays). Anything written into the
+/// new file while it was in is carried over.
+pub(super) fn swap_back(dir: &OwnedFd, name: &OsStr, temp_name: &OsStr, temp: &TempFile) {
+    let ours = id_at(dir, name)
+        .ok()
+        .flatten()
+        .is_some_and(|id| id.ino == temp.id.ino);
+    if !ours {
+        return;
+    }
+    let reader = {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        rustix::fs::openat(dir, name, flags, Mode::empty())
+            .ok()
+            .map(File::from)
+    };
+    if matches!(exchange(dir, temp_name, name), Ok(true))
+        && let Some(reader) = reader
+    {
+        keep_late_appends(dir, name, reader, temp.id.size, temp.hash);
+    }
+}
+
+/// How long after a swap a file that left its name is watched for late appends.
+const LATE_APPEND_CHECKS: [std::time::Duration; 4] = [
+    std::time::Duration::ZERO,
+    std::time::Duration::from_millis(20),
+    std::time::Duration::from_millis(200),
+    std::time::Duration::from_secs(2),
+];
+
+/// Carries over what programs append to a file after it left its name: a program that opened
+/// the file just before the swap (as `echo >> file` does) writes into it just after. Whatever
+/// grows past `len` bytes, while the first `len` bytes still hash to `hash`, is appended to the
+/// file now at `name`. Checked at once, then for two seconds by one background thread that
+/// watches every such file.
+pub(super) fn keep_late_appends(
+    dir: &OwnedFd,
+    name: &OsStr,
+    file: File,
+    len: u64,
+    hash: ContentHash,
+) {
+    let Ok(dir) = rustix::io::dup(dir) else {
+        return;
+    };
+    let mut watched = Watched {
+        dir,
+        name: name.to_owned(),
+        file,
+        len,
+        hash,
+        copied: len,
+        since: std::time::Instant::now(),
+        checks: 1,
+    };
+    if watched.check().is_err() {
+        return;
+    }
+    let sender = WATCHER.get_or_init(|| {
+        let (send, receive) = std::sync::mpsc::channel::<Watched>();
+        std::thread::Builder::new()
+            .name("gimlet-late-appends".into())
+            .spawn(move || watch_late_appends(&receive))
+            .ok()
+            .map(|_| Mutex::new(send))
+    });
+    if let Some(sender) = sender {
+        let _ = sender
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .send(watched);
+    }
+}
+
+/// The queue of the one thread that watches files for late appends (`None` if it could not
+/// start).
+static WATCHER: OnceLock<Option<Mutex<std::sync::mpsc::Sender<Watched>>>> = OnceLock::new();
+
+/// A file that left its name, watched for late appends.
+struct Watched {
+    dir: OwnedFd,
+    name: OsString,
+    file: File,
+    len: u64,
+    hash: ContentHash,
+    copied: u64,
+    since: std::time::Instant,
+    /// Checks done, of [`LATE_APPEND_CHECKS`].
+    checks: usize,
+}
+
+impl Watched {
+    fn due(&self) -> Option<std::time::Instant> {
+        LATE_APPEND_CHECKS
+            .get(self.checks)
+            .map(|wait| self.since + *wait)
+    }
+
+    fn check(&mut self) -> std::io::Result<()> {
+        carry_over(
+            &self.dir,
+            &self.name,
+            &self.file,
+            self.len,
+            self.hash,
+            &mut self.copied,
+        )
+    }
+}
+
+/// Files watched at most; the oldest go first beyond.
+const MAX_WATCHED: usize = 1024;
+
+/// The watcher thread: checks each file when due, drops it after its last check.
+fn watch_late_appends(receive: &std::sync::mpsc::Receiver<Watched>) {
+    let mut watched: Vec<Watched> = Vec::new();
+    loop {
+        let now = std::time::Instant::now();
+        let wait = watched
+            .iter()
+            .filter_map(Watched::due)
+            .min()
+            .map_or(std::time::Duration::from_secs(60), |due| {
+                due.saturating_duration_since(now)
+            });
+        match receive.recv_timeout(wait) {
+            Ok(new) => {
+                if watched.len() >= MAX_WATCHED {
+                    watched.remove(0);
+                }
+                watched.push(new);
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+        }
+        let now = std::time::Instant::now();
+        watched.retain_mut(|w| {
+            while w.due().is_some_and(|due| due <= now) {
+                w.checks += 1;
+                if let Err(err) = w.check() {
+                    tracing::debug!("watching for late appends: {err}");
+                    return false;
+                }
+            }
+            w.due().is_some()
+        });
+    }
+}
+
+/// One check of [`keep_late_appends`].
+fn carry_over(
+    dir: &OwnedFd,
+    name: &OsStr,
+    file: &File,
+    len: u64,
+    hash: ContentHash,
+    copied: &mut u64,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let size = file.metadata()?.len();
+    if size <= *copied {
+        return Ok(());
+    }
+    // Only appends are carried over: the part that was checked must be as it was.
+    let mut prefix = Hasher::default();
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut at = 0;
+    while at < len {
+        let want = usize::try_from((len - at).min(buffer.len() as u64)).unwrap_or(buffer.len());
+        let n = file.read_at(&mut buffer[..want], at)?;
+        if n == 0 {
+            return Ok(());
+        }
+        prefix.update(&buffer[..n]);
+        at += n as u64;
+    }
+    if prefix.finish() != hash {
+        return Ok(());
+    }
+    let mut tail = vec![0u8; usize::try_from(size - *copied).unwrap_or(0)];
+    file.read_exact_at(&mut tail, *copied)?;
+    let flags =
+        OFlags::WRONLY | OFlags::APPEND | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let mut target = File::from(rustix::fs::openat(dir, name, flags, Mode::empty())?);
+    if !target.metadata()?.is_file() {
+        return Ok(());
+    }
+    target.write_all(&tail)?;
+    tracing::info!(
+        "carried {} bytes appended to {} just as it was replaced",
+        tail.len(),
+        name.to_string_lossy()
+    );
+    *copied = size;
+    Ok(())
+}
+
+/// Replaces (or creates) the file at `resolved` with `bytes`, whatever is there now. For
+/// restores that check by themselves (`undo`).
+pub fn write_atomic(
+    resolved: &ResolvedPath,
+    bytes: &[u8],
+    keep: Option<Ownership>,
+) -> Result<std::fs::Metadata, WriteError> {
+    write_checked(resolved, bytes, keep, &Expected::Anything)
+}
+
+/// Removes the file at `resolved` if it is still as `expected` (for deletes and moves). It is
+/// moved aside first, checked, and only then unlinked; a file that changed meanwhile is put
+/// back. Refuses what `write_checked` would.
+pub fn remove_checked(resolved: &ResolvedPath, expected: &Expected) -> Result<(), WriteError> {
     let (dir, name) = open_parent_dir(resolved)?;
+    let path = resolved.display();
     if inspect_target(&dir, &name, resolved)?.is_none() {
         return Err(PathError::NotFound {
-            path: resolved.display(),
+            path,
             hint: String::new(),
         }
         .into());
     }
-    rustix::fs::unlinkat(&dir, &name, AtFlags::empty()).map_err(|e| WriteError::Io {
-        path: resolved.display(),
-        source: e.into(),
-    })?;
+    let io = |source: std::io::Error| WriteError::Io {
+        path: path.clone(),
+        source,
+    };
+    sweep_once(
+        &dir,
+        resolved.path.parent().unwrap_or(std::path::Path::new("/")),
+    );
+    let mut old = hold_old(&dir, &name);
+    let aside = temp_name(&name, "tmp");
+    rename_noreplace(&dir, &name, &aside).map_err(io)?;
+    if !matches(&dir, &aside, expected, old.as_mut()).map_err(io)? {
+        // Put it back, unless a new file took the name meanwhile (then both stay).
+        let _ = rename_noreplace(&dir, &aside, &name);
+        return Err(WriteError::Changed { path });
+    }
+    rustix::fs::unlinkat(&dir, &aside, AtFlags::empty()).map_err(|e| io(e.into()))?;
     let _ = rustix::fs::fsync(&dir);
     Ok(())
+}
+
+/// Removes the file at `resolved`, whatever it holds.
+pub fn remove_file(resolved: &ResolvedPath) -> Result<(), WriteError> {
+    remove_checked(resolved, &Expected::Anything)
+}
+
+/// Directories swept in this process, by path, device and inode.
+static SWEPT: Mutex<Option<HashSet<(std::path::PathBuf, u64, u64)>>> = Mutex::new(None);
+/// Directories remembered at most; beyond, the memory starts over (a second sweep is harmless).
+const MAX_SWEPT: usize = 10_000;
+
+/// Sweeps `dir` (at `path`) the first time this process writes there.
+pub(super) fn sweep_once(dir: &OwnedFd, path: &std::path::Path) {
+    let Ok(fd) = rustix::io::dup(dir) else {
+        return;
+    };
+    let Ok(meta) = File::from(fd).metadata() else {
+        return;
+    };
+    let key = (path.to_path_buf(), meta.dev(), meta.ino());
+    let first = {
+        let mut swept = SWEPT.lock().unwrap_or_else(PoisonError::into_inner);
+        let swept = swept.get_or_insert_with(HashSet::new);
+        if swept.len() >= MAX_SWEPT {
+            swept.clear();
+        }
+        swept.insert(key)
+    };
+    if first {
+        sweep(dir);
+    }
+}
+
+/// How old an unlocked temporary of a multi-file change must be before a sweep takes it
+/// (younger ones wait for the recovery that reads its intent).
+const TXN_SWEEP_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
+
+/// Removes gimlet's temporaries in `dir` whose writer is dead (their lock is free). Temporaries
+/// of a multi-file change (`.txn`) are left to the recovery that reads its intent, unless a day
+/// old. Returns how many went.
+pub(super) fn sweep(dir: &OwnedFd) -> usize {
+    let Ok(entries) = rustix::fs::Dir::read_from(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = OsStr::from_bytes(entry.file_name().to_bytes()).to_owned();
+        let Some(kind) = temp_kind(name.as_bytes()) else {
+            continue;
+        };
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let Ok(fd) = rustix::fs::openat(dir, &name, flags, Mode::empty()) else {
+            continue;
+        };
+        if rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive).is_err() {
+            continue; // Its writer is alive.
+        }
+        let Ok(meta) = File::from(fd).metadata() else {
+            continue;
+        };
+        let old_enough = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= TXN_SWEEP_AGE);
+        if !meta.is_file() || (kind == "txn" && !old_enough) {
+            continue;
+        }
+        unlink_if(dir, &name, meta.ino());
+        removed += 1;
+    }
+    removed
 }
 
 /// Creates the missing parent directories of `resolved`, each relative to the one before
 /// (never following a symlink). Returns how many were created.
 pub fn create_parents(resolved: &ResolvedPath) -> Result<usize, WriteError> {
-    let (start, components): (OwnedFd, Vec<std::ffi::OsString>) = match &resolved.location {
+    let (start, components): (OwnedFd, Vec<OsString>) = match &resolved.location {
         Location::Inside { root, relative, .. } => {
             let fd = rustix::fs::openat(
                 root.fd(),
@@ -274,7 +982,7 @@ pub fn create_parents(resolved: &ResolvedPath) -> Result<usize, WriteError> {
     for component in components {
         match rustix::fs::mkdirat(&dir, &component, Mode::from_raw_mode(0o777)) {
             Ok(()) => created += 1,
-            Err(rustix::io::Errno::EXIST) => {}
+            Err(Errno::EXIST) => {}
             Err(e) => {
                 return Err(WriteError::Io {
                     path: resolved.display(),
@@ -289,7 +997,7 @@ pub fn create_parents(resolved: &ResolvedPath) -> Result<usize, WriteError> {
             Mode::empty(),
         )
         .map_err(|e| match e {
-            rustix::io::Errno::NOTDIR => WriteError::Path(PathError::NotADirectory {
+            Errno::NOTDIR => WriteError::Path(PathError::NotADirectory {
                 path: component.to_string_lossy().into_owned(),
             }),
             other => WriteError::Path(resolved.map_open_error(other)),
@@ -299,110 +1007,5 @@ pub fn create_parents(resolved: &ResolvedPath) -> Result<usize, WriteError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::os::unix::fs::PermissionsExt;
-
-    use super::*;
-    use crate::fs::RootSet;
-    use crate::testutil::TestWorkspace;
-
-    fn resolve(ws: &TestWorkspace, path: &str) -> ResolvedPath {
-        RootSet::open([ws.root()]).unwrap().resolve(path).unwrap()
-    }
-
-    fn leftovers(ws: &TestWorkspace) -> Vec<String> {
-        std::fs::read_dir(ws.root())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.contains(".gimlet-"))
-            .collect()
-    }
-
-    #[test]
-    fn replaces_content_and_keeps_the_mode() {
-        let ws = TestWorkspace::new();
-        let path = ws.write("run.sh", "old");
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o751)).unwrap();
-        write_atomic(&resolve(&ws, "run.sh"), b"new content", None).unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new content");
-        assert_eq!(
-            std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777,
-            0o751
-        );
-        assert!(leftovers(&ws).is_empty());
-    }
-
-    #[test]
-    fn creates_new_files_and_parents() {
-        let ws = TestWorkspace::new();
-        let resolved = resolve(&ws, "a/b/c.txt");
-        assert_eq!(create_parents(&resolved).unwrap(), 2);
-        write_atomic(&resolved, b"x", None).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(ws.root().join("a/b/c.txt")).unwrap(),
-            "x"
-        );
-    }
-
-    #[test]
-    fn refuses_hard_links_fifos_and_directories_leaving_them_alone() {
-        let ws = TestWorkspace::new();
-        let path = ws.write("linked.txt", "keep");
-        std::fs::hard_link(&path, ws.root().join("other.txt")).unwrap();
-        let err = write_atomic(&resolve(&ws, "linked.txt"), b"new", None).unwrap_err();
-        assert!(
-            matches!(err, WriteError::HardLinked { links: 2, .. }),
-            "{err}"
-        );
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "keep");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            ws.root().join("pipe"),
-            FileType::Fifo,
-            Mode::from(0o600),
-            0,
-        )
-        .unwrap();
-        let err = write_atomic(&resolve(&ws, "pipe"), b"new", None).unwrap_err();
-        assert!(
-            matches!(err, WriteError::NotRegular { kind: "FIFO", .. }),
-            "{err}"
-        );
-        ws.mkdir("dir");
-        let err = write_atomic(&resolve(&ws, "dir"), b"new", None).unwrap_err();
-        assert!(matches!(err, WriteError::Directory { .. }), "{err}");
-        assert!(leftovers(&ws).is_empty());
-    }
-
-    #[test]
-    fn a_failed_write_leaves_the_old_file_and_no_temp_file() {
-        let ws = TestWorkspace::new();
-        let path = ws.write("ro/file.txt", "old");
-        let resolved = resolve(&ws, "ro/file.txt");
-        // A read-only directory: the temp file cannot be created (root ignores permissions,
-        // so also try a target whose parent vanished).
-        std::fs::set_permissions(ws.root().join("ro"), std::fs::Permissions::from_mode(0o555))
-            .unwrap();
-        let result = write_atomic(&resolved, b"new", None);
-        std::fs::set_permissions(ws.root().join("ro"), std::fs::Permissions::from_mode(0o755))
-            .unwrap();
-        if result.is_err() {
-            assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
-        }
-        std::fs::remove_dir_all(ws.root().join("ro")).unwrap();
-        assert!(write_atomic(&resolved, b"new", None).is_err());
-        assert!(!path.exists());
-        assert!(leftovers(&ws).is_empty());
-    }
-
-    #[test]
-    fn remove_refuses_missing_files() {
-        let ws = TestWorkspace::new();
-        ws.write("gone.txt", "x");
-        remove_file(&resolve(&ws, "gone.txt")).unwrap();
-        assert!(matches!(
-            remove_file(&resolve(&ws, "gone.txt")),
-            Err(WriteError::Path(PathError::NotFound { .. }))
-        ));
-    }
-}
+#[path = "atomic_write_tests.rs"]
+mod tests;

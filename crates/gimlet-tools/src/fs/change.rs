@@ -3,12 +3,12 @@
 //! and remember the new state. Tools call these from `ctx.blocking` while holding the path's
 //! lock (`ctx.env().locks()`).
 
-use std::io::Read;
+use std::io::{Read, Seek};
 use std::time::SystemTime;
 
-use super::atomic_write::{Ownership, WriteError, remove_file, write_atomic};
+use super::atomic_write::{Expected, FileId, Ownership, WriteError, remove_checked, write_checked};
 use super::file_state::{ContentHash, FileStamp};
-use super::journal::{Journal, JournalEntry};
+use super::journal::{CommitError, Journal, JournalEntry, Step, commit_all};
 use super::paths::{PathError, ResolvedPath};
 use crate::context::ToolContext;
 use crate::error::ToolError;
@@ -27,6 +27,8 @@ pub struct Loaded {
     pub ownership: Option<Ownership>,
     /// Its hash, when it exists.
     pub hash: Option<ContentHash>,
+    /// Which file it is, as read (the change checks it is still that file when it goes in).
+    pub id: Option<FileId>,
 }
 
 impl Loaded {
@@ -34,18 +36,32 @@ impl Loaded {
     pub fn exists(&self) -> bool {
         self.bytes.is_some()
     }
+
+    /// What a change made from this view expects at the path when it goes in.
+    pub fn expected(&self) -> Expected {
+        match (self.id, self.hash) {
+            (Some(id), Some(hash)) => Expected::File { id, hash },
+            _ => Expected::Absent,
+        }
+    }
 }
 
 impl From<WriteError> for ToolError {
     fn from(err: WriteError) -> Self {
         match err {
             WriteError::Path(path) => Self::Path(path),
+            changed @ WriteError::Changed { .. } => Self::Stale(changed.to_string()),
             other => Self::Failed(other.to_string()),
         }
     }
 }
 
+/// Times a file is read again when it changes while being read.
+const LOAD_ATTEMPTS: usize = 5;
+
 /// Loads the file at `resolved` (nothing there is fine; a directory or special file is not).
+/// The content and the file's identity are taken together: a file that changes while it is
+/// read is read again.
 pub fn load(resolved: ResolvedPath) -> Result<Loaded, ToolError> {
     let (mut file, meta) = match resolved.open_regular() {
         Ok(opened) => opened,
@@ -55,6 +71,7 @@ pub fn load(resolved: ResolvedPath) -> Result<Loaded, ToolError> {
                 bytes: None,
                 ownership: None,
                 hash: None,
+                id: None,
             });
         }
         Err(PathError::IsADirectory { path, .. }) => {
@@ -64,23 +81,41 @@ pub fn load(resolved: ResolvedPath) -> Result<Loaded, ToolError> {
         }
         Err(other) => return Err(other.into()),
     };
-    if meta.len() > MAX_EDIT_BYTES {
-        return Err(ToolError::failed(format!(
-            "`{}` is {} bytes; the file tools change files up to {MAX_EDIT_BYTES} bytes",
+    let too_big = |len: u64| {
+        ToolError::failed(format!(
+            "`{}` is {len} bytes; the file tools change files up to {MAX_EDIT_BYTES} bytes",
             resolved.display(),
-            meta.len()
-        )));
+        ))
+    };
+    let read_error = |e| ToolError::io(format!("reading {}", resolved.display()), e);
+    let mut before = meta;
+    for _ in 0..LOAD_ATTEMPTS {
+        if before.len() > MAX_EDIT_BYTES {
+            return Err(too_big(before.len()));
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(before.len()).unwrap_or(0));
+        file.rewind().map_err(read_error)?;
+        (&mut file)
+            .take(MAX_EDIT_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(read_error)?;
+        let after = file.metadata().map_err(read_error)?;
+        if FileId::of(&after) == FileId::of(&before) && bytes.len() as u64 == after.len() {
+            let hash = ContentHash::of(&bytes);
+            return Ok(Loaded {
+                ownership: Some(Ownership::of(&after)),
+                hash: Some(hash),
+                id: Some(FileId::of(&after)),
+                bytes: Some(bytes),
+                resolved,
+            });
+        }
+        before = after;
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.read_to_end(&mut bytes)
-        .map_err(|e| ToolError::io(format!("reading {}", resolved.display()), e))?;
-    let hash = ContentHash::of(&bytes);
-    Ok(Loaded {
-        ownership: Some(Ownership::of(&meta)),
-        hash: Some(hash),
-        bytes: Some(bytes),
-        resolved,
-    })
+    Err(ToolError::Stale(format!(
+        "`{}` kept changing while it was read; try again when it is quiet",
+        resolved.display()
+    )))
 }
 
 /// Fails unless the change is made from a fresh view of the file: `expected_hash` matches,
@@ -169,7 +204,12 @@ pub fn commit(
     let path = &loaded.resolved.path;
     let after = match new {
         Some(bytes) => {
-            let meta = write_atomic(&loaded.resolved, bytes, loaded.ownership)?;
+            let meta = write_checked(
+                &loaded.resolved,
+                bytes,
+                loaded.ownership,
+                &loaded.expected(),
+            )?;
             let hash = ContentHash::of(bytes);
             ctx.session().files().record(
                 path,
@@ -183,7 +223,7 @@ pub fn commit(
             Some(hash)
         }
         None => {
-            remove_file(&loaded.resolved)?;
+            remove_checked(&loaded.resolved, &loaded.expected())?;
             ctx.session().files().forget(path);
             None
         }
@@ -198,4 +238,94 @@ pub fn commit(
         after,
     });
     Ok(after)
+}
+
+/// The data directory's folder for the intents of multi-file changes.
+pub fn pending_dir(ctx: &ToolContext) -> std::path::PathBuf {
+    ctx.env().spill().dir().join(".pending")
+}
+
+/// One file of [`commit_files`]: as loaded, its new content (`None` to remove it), and the mode
+/// and owner to give it instead of the loaded ones.
+pub type NewFile<'a> = (&'a Loaded, Option<&'a [u8]>, Option<Ownership>);
+
+/// Writes (or, for `None`, removes) several files all or nothing, each only if it is still as
+/// it was loaded, and records the new states. `keep` overrides the mode and owner to give.
+/// Returns the new hashes. On failure nothing was changed, and the error names the file.
+pub fn commit_files(
+    ctx: &ToolContext,
+    files: &[NewFile<'_>],
+) -> Result<Vec<Option<ContentHash>>, ToolError> {
+    let steps: Vec<Step<'_>> = files
+        .iter()
+        .map(|(loaded, new, keep)| match new {
+            Some(bytes) => Step::Write {
+                resolved: &loaded.resolved,
+                bytes,
+                keep: keep.or(loaded.ownership),
+                expected: loaded.expected(),
+            },
+            None => Step::Remove {
+                resolved: &loaded.resolved,
+                expected: loaded.expected(),
+            },
+        })
+        .collect();
+    let metas =
+        commit_all(&steps, Some(&pending_dir(ctx))).map_err(|CommitError { error, .. }| {
+            match ToolError::from(error) {
+                ToolError::Failed(message) if files.len() > 1 => {
+                    ToolError::Failed(format!("{message}. Nothing was changed"))
+                }
+                other => other,
+            }
+        })?;
+    let mut hashes = Vec::with_capacity(files.len());
+    for ((loaded, new, _), meta) in files.iter().zip(metas) {
+        let path = &loaded.resolved.path;
+        match new {
+            Some(bytes) => {
+                let hash = ContentHash::of(bytes);
+                ctx.session().files().record(
+                    path,
+                    FileStamp {
+                        hash,
+                        size: bytes.len() as u64,
+                        modified: meta.and_then(|m| m.modified().ok()),
+                        seen_at: SystemTime::now(),
+                    },
+                );
+                hashes.push(Some(hash));
+            }
+            None => {
+                ctx.session().files().forget(path);
+                hashes.push(None);
+            }
+        }
+    }
+    Ok(hashes)
+}
+
+/// [`commit_files`] for one tool call, journaled for `undo` under the call's change id.
+pub fn commit_many(
+    ctx: &ToolContext,
+    tool: &str,
+    change: u64,
+    files: &[(&Loaded, Option<&[u8]>)],
+) -> Result<Vec<Option<ContentHash>>, ToolError> {
+    let with_keep: Vec<_> = files.iter().map(|(l, b)| (*l, *b, None)).collect();
+    let hashes = commit_files(ctx, &with_keep)?;
+    let journal = ctx.session().state::<Journal>();
+    for ((loaded, _), after) in files.iter().zip(&hashes) {
+        journal.record(JournalEntry {
+            change,
+            tool: tool.to_owned(),
+            path: loaded.resolved.path.clone(),
+            display: loaded.resolved.display(),
+            before: loaded.bytes.clone(),
+            ownership: loaded.ownership,
+            after: *after,
+        });
+    }
+    Ok(hashes)
 }

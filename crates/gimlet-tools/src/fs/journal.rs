@@ -1,4 +1,6 @@
-//! The undo journal: every change a gimlet tool made in a session, with what was there before.
+//! The journals: in memory, every change a gimlet tool made in a session, with what was there
+//! before (for `undo`); on disk, the intent of a multi-file change while it goes in, so that a
+//! crash in the middle is rolled back at the next start ([`commit_all`], [`recover_pending`]).
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -8,6 +10,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::atomic_write::Ownership;
 use super::file_state::ContentHash;
+
+mod intent;
+
+pub use intent::{CommitError, Step, commit_all, recover_pending};
 
 /// Entries kept at most.
 const MAX_ENTRIES: usize = 200;

@@ -9,10 +9,16 @@ mod locks;
 pub mod nowait;
 mod paths;
 
-pub use atomic_write::{Ownership, WriteError, create_parents, remove_file, write_atomic};
-pub use change::{Loaded, MAX_EDIT_BYTES, check_fresh, check_not_stale, commit, load};
+pub use atomic_write::{
+    Expected, FileId, Ownership, WriteError, create_parents, remove_checked, remove_file,
+    write_atomic, write_checked,
+};
+pub use change::{
+    Loaded, MAX_EDIT_BYTES, NewFile, check_fresh, check_not_stale, commit, commit_files,
+    commit_many, load, pending_dir,
+};
 pub use file_state::{ContentHash, FileStamp, FileStates, Hasher};
-pub use journal::{Journal, JournalEntry};
+pub use journal::{CommitError, Journal, JournalEntry, Step, commit_all, recover_pending};
 pub use locks::{PathGuard, PathLocks};
 pub use paths::{
     Location, MAX_COMPONENT_BYTES, MAX_PATH_BYTES, OpenKind, PathError, ResolvedPath, Root,

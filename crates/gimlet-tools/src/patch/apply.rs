@@ -1,6 +1,11 @@
 //! Applying the hunks of one `Update File` to a document.
 
-use crate::text::{Document, Lines, MatchLevel, Window, closest, find_windows, replacement_lines};
+use std::ops::Range;
+
+use crate::text::{
+    Document, LINE_LEVELS, Lines, MatchLevel, Window, closest, find_windows, insertion,
+    window_edits,
+};
 
 use super::Hunk;
 
@@ -25,12 +30,7 @@ enum Seek {
 /// Finds `old` at or after line `from`. An exact match takes the first place after `from`
 /// (hunks are in file order, as Codex applies them); a fallback level only a single candidate.
 fn seek(lines: &Lines<'_>, from: usize, old: &[&str], end_of_file: bool) -> Seek {
-    for level in [
-        MatchLevel::Exact,
-        MatchLevel::TrailingWhitespace,
-        MatchLevel::Indentation,
-        MatchLevel::Punctuation,
-    ] {
+    for level in std::iter::once(MatchLevel::Exact).chain(LINE_LEVELS) {
         let mut windows = find_windows(lines, from, old, level);
         if end_of_file {
             windows.retain(|w| w.first + w.count == lines.len());
@@ -49,13 +49,37 @@ fn seek(lines: &Lines<'_>, from: usize, old: &[&str], end_of_file: bool) -> Seek
     Seek::NotFound
 }
 
-/// Applies hunks in order. Returns the new text (in the document's style) and how each hunk
-/// matched.
+/// Why a hunk was not found, with the closest text of the file.
+fn not_found(
+    doc: &Document,
+    lines: &Lines<'_>,
+    hunk: &Hunk,
+    position: usize,
+    old: &[&str],
+) -> String {
+    let where_ = if position > 0 {
+        format!(" after line {position}")
+    } else {
+        String::new()
+    };
+    let end = if hunk.end_of_file {
+        " at the end of the file"
+    } else {
+        ""
+    };
+    let hint = closest(doc, lines, &old.join("\n"))
+        .unwrap_or_else(|| String::from("Read the file and copy the context lines exactly."));
+    format!("its context and `-` lines were not found{where_}{end}. {hint}")
+}
+
+/// Applies hunks in order. Returns the new text (in the document's style: untouched lines keep
+/// their own endings, added lines take the dominant one) and how each hunk matched.
 pub fn apply_hunks(doc: &Document, hunks: &[Hunk]) -> Result<(String, Vec<MatchLevel>), HunkError> {
     let text = doc.normalized();
     let lines = Lines::of(text);
     let mut position = 0;
-    let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::with_capacity(hunks.len());
+    // Each edit with the hunk it comes from.
+    let mut edits: Vec<(usize, Range<usize>, String)> = Vec::new();
     let mut levels = Vec::with_capacity(hunks.len());
     for (n, hunk) in hunks.iter().enumerate() {
         let fail = |message: String| HunkError {
@@ -73,28 +97,35 @@ pub fn apply_hunks(doc: &Document, hunks: &[Hunk]) -> Result<(String, Vec<MatchL
                 }
             }
         }
-        let old = hunk.old_lines();
-        let new = hunk.new_lines();
+        let mut old = hunk.old_lines();
+        let mut new = hunk.new_lines();
         if old.is_empty() {
-            // Only additions: after the anchor, or at the end of the file.
+            // Only additions: after the anchor, or at the end of the file. An addition at the
+            // end does not move the place later hunks are looked for from (Codex's rule).
             let at = if hunk.anchor.is_some() && !hunk.end_of_file {
                 position
             } else {
                 lines.len()
             };
-            let mut insert = new.join("\n");
-            let range = lines.span(at, 0, false);
-            if at == lines.len() && !text.is_empty() && !text.ends_with('\n') {
-                insert.insert(0, '\n');
-            } else {
-                insert.push('\n');
-            }
-            edits.push((range, insert));
+            let added: Vec<String> = new.iter().map(|l| (*l).to_owned()).collect();
+            let (range, insert) = insertion(&lines, at, &added);
+            edits.push((n, range, insert));
             levels.push(MatchLevel::Exact);
-            position = at;
             continue;
         }
-        let (window, level) = match seek(&lines, position, &old, hunk.end_of_file) {
+        let mut found = seek(&lines, position, &old, hunk.end_of_file);
+        if matches!(found, Seek::NotFound) && hunk.soft_tail > 0 && old.len() > hunk.soft_tail {
+            // Blank lines the model left before the next hunk or the end, and the file does not
+            // have: they are the last context lines, so the last lines of `old` and `new`.
+            let keep_old = old.len() - hunk.soft_tail;
+            let again = seek(&lines, position, &old[..keep_old], hunk.end_of_file);
+            if !matches!(again, Seek::NotFound) {
+                found = again;
+                old.truncate(keep_old);
+                new.truncate(new.len() - hunk.soft_tail);
+            }
+        }
+        let (window, level) = match found {
             Seek::Found(window, level) => (window, level),
             Seek::Ambiguous(at, level) => {
                 let at: Vec<String> = at.iter().map(ToString::to_string).collect();
@@ -104,49 +135,35 @@ pub fn apply_hunks(doc: &Document, hunks: &[Hunk]) -> Result<(String, Vec<MatchL
                     at.join(", ")
                 )));
             }
-            Seek::NotFound => {
-                let where_ = if position > 0 {
-                    format!(" after line {position}")
-                } else {
-                    String::new()
-                };
-                let end = if hunk.end_of_file {
-                    " at the end of the file"
-                } else {
-                    ""
-                };
-                let hint = closest(doc, &lines, &old.join("\n")).unwrap_or_else(|| {
-                    String::from("Read the file and copy the context lines exactly.")
-                });
-                return Err(fail(format!(
-                    "its context and `-` lines were not found{where_}{end}. {hint}"
-                )));
-            }
+            Seek::NotFound => return Err(fail(not_found(doc, &lines, hunk, position, &old))),
         };
-        let replacement = replacement_lines(&lines, &window, &old, &new, level);
-        let span = lines.span(window.first, window.count, true);
-        let takes_newline = span.end > lines.ranges[window.first + window.count - 1].end;
-        let mut text = replacement.join("\n");
-        if takes_newline && !replacement.is_empty() {
-            text.push('\n');
-        }
-        edits.push((span, text));
+        edits.extend(
+            window_edits(&lines, &window, &old, &new, level)
+                .into_iter()
+                .map(|(range, text)| (n, range, text)),
+        );
         levels.push(level);
         position = window.first + window.count;
     }
-    // Edits must be in file order and apart, or splicing them would corrupt the text.
-    if let Some(i) = edits
+    // Edits must be apart, or splicing them would corrupt the text. Additions at the end may
+    // come before hunks that change earlier lines, so the edits are put in file order first.
+    edits.sort_by_key(|(_, range, _)| range.start);
+    if let Some(pair) = edits
         .windows(2)
-        .position(|pair| pair[1].0.start < pair[0].0.end)
+        .find(|pair| pair[1].1.start < pair[0].1.end)
     {
-        let hunk = &hunks[i + 1];
+        let n = pair[0].0.max(pair[1].0);
         return Err(HunkError {
-            hunk: i + 2,
-            patch_line: hunk.patch_line,
+            hunk: n + 1,
+            patch_line: hunks[n].patch_line,
             message: String::from(
-                "it overlaps the hunk before it or comes before it in the file; order hunks as in the file",
+                "it overlaps another hunk; each line may be changed by one hunk only",
             ),
         });
     }
+    let edits: Vec<(Range<usize>, String)> = edits
+        .into_iter()
+        .map(|(_, range, text)| (range, text))
+        .collect();
     Ok((doc.replace(&edits), levels))
 }

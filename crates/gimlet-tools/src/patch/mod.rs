@@ -14,9 +14,9 @@
 //! *** End Patch
 //! ```
 //!
-//! The parser is as lenient as Codex's where models are sloppy (a first hunk without `@@`,
-//! blank context lines without their leading space, a heredoc wrapper) and strict elsewhere:
-//! every error names the patch line and what was expected.
+//! The parser accepts what Codex's own parser accepts, and a little more where the meaning is
+//! still plain (see [`parse`]); it is strict elsewhere: every error names the patch line and
+//! what was expected.
 
 mod apply;
 
@@ -75,6 +75,10 @@ pub struct Hunk {
     pub end_of_file: bool,
     /// Where the hunk starts in the patch (1-based), for messages.
     pub patch_line: usize,
+    /// How many of the last lines are blank lines written without their leading space (blank
+    /// lines before the next hunk or `*** End Patch`): context when the file has them there,
+    /// dropped when it does not.
+    pub soft_tail: usize,
 }
 
 impl Hunk {
@@ -130,6 +134,9 @@ const UPDATE: &str = "*** Update File:";
 const MOVE: &str = "*** Move to:";
 const END_OF_FILE: &str = "*** End of File";
 
+/// Commands a here-doc wrapper may name (`apply_patch <<'EOF'`, `cat <<"EOF"`).
+const WRAPPER_COMMANDS: [&str; 4] = ["", "apply_patch", "applypatch", "cat"];
+
 fn error(line: usize, message: impl Into<String>) -> ParseError {
     ParseError {
         line,
@@ -138,40 +145,53 @@ fn error(line: usize, message: impl Into<String>) -> ParseError {
 }
 
 /// Parses a patch.
+///
+/// Accepted besides the plain envelope (Codex's parser accepts the same, unless said):
+/// - whitespace before or after the markers (`  *** Update File: x`, ` *** End Patch `) and
+///   blank lines around and between operations and hunks;
+/// - a here-doc wrapper: a first line `<<EOF`, `<<'EOF'`, `<<"EOF"`, with a command before it
+///   (`apply_patch`, `applypatch`, `cat`) or a `| apply_patch` after it, and the delimiter as
+///   the last line. Mismatched quotes (`<<"EOF'`), which Codex refuses, and a missing closing
+///   delimiter are accepted too: the body is always taken literally, as a quoted here-doc would
+///   be. A wrapper that does more (`cd dir && apply_patch <<EOF`) is refused, since its paths
+///   would mean something else;
+/// - a first hunk without `@@`; `@@ anchor @@`; blank context lines without their leading space;
+///   blank lines after `*** End of File`; blank lines inside an added file (as empty lines);
+/// - CRLF line breaks.
 pub fn parse(text: &str) -> Result<Patch, ParseError> {
     let all: Vec<&str> = text.lines().collect();
-    let (offset, lines) = strip_wrapper(&all);
-    let mut i = 0;
+    let (offset, lines) = envelope(&all)?;
     let number = |i: usize| offset + i + 1;
-    if lines.first().map(|l| l.trim()) != Some(BEGIN) {
-        return Err(error(number(0), format!("a patch starts with `{BEGIN}`")));
-    }
-    i += 1;
+    let mut i = 0;
     let mut ops = Vec::new();
-    loop {
-        let Some(line) = lines.get(i) else {
-            return Err(error(number(i), format!("the patch ends without `{END}`")));
-        };
-        let trimmed = line.trim_end();
-        if trimmed.trim() == END {
-            if i + 1 < lines.len() {
-                return Err(error(number(i + 1), format!("nothing may follow `{END}`")));
-            }
-            break;
+    while let Some(line) = lines.get(i) {
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            i += 1;
+            continue;
         }
         if let Some(path) = trimmed.strip_prefix(ADD) {
             let path = file_path(path, number(i))?;
             i += 1;
             let mut content = String::new();
-            while let Some(line) = lines.get(i).filter(|l| !l.starts_with("*** ")) {
-                let Some(text) = line.strip_prefix('+') else {
+            let mut blanks = 0;
+            while let Some(line) = lines.get(i) {
+                if let Some(text) = line.strip_prefix('+') {
+                    // Blank lines between added lines are empty lines that lost their `+`.
+                    content.extend(std::iter::repeat_n('\n', blanks));
+                    blanks = 0;
+                    content.push_str(text);
+                    content.push('\n');
+                } else if line.trim().is_empty() {
+                    blanks += 1;
+                } else if is_marker(line) {
+                    break;
+                } else {
                     return Err(error(
                         number(i),
                         format!("lines of an added file start with `+`; got `{line}`"),
                     ));
-                };
-                content.push_str(text);
-                content.push('\n');
+                }
                 i += 1;
             }
             ops.push(FileOp::Add { path, content });
@@ -185,7 +205,7 @@ pub fn parse(text: &str) -> Result<Patch, ParseError> {
             let start = i;
             i += 1;
             let mut move_to = None;
-            if let Some(dest) = lines.get(i).and_then(|l| l.trim_end().strip_prefix(MOVE)) {
+            if let Some(dest) = lines.get(i).and_then(|l| l.trim().strip_prefix(MOVE)) {
                 move_to = Some(file_path(dest, number(i))?);
                 i += 1;
             }
@@ -204,6 +224,12 @@ pub fn parse(text: &str) -> Result<Patch, ParseError> {
                 move_to,
                 hunks,
             });
+        } else if trimmed == END {
+            // An earlier end marker: the patch went on after it.
+            let after = (i + 1..lines.len())
+                .find(|&j| !lines[j].trim().is_empty())
+                .unwrap_or(i + 1);
+            return Err(error(number(after), format!("nothing may follow `{END}`")));
         } else {
             return Err(error(
                 number(i),
@@ -212,35 +238,104 @@ pub fn parse(text: &str) -> Result<Patch, ParseError> {
         }
     }
     if ops.is_empty() {
-        return Err(error(number(0), "the patch has no file operations"));
+        return Err(error(offset, "the patch has no file operations"));
     }
     Ok(Patch { ops })
 }
 
-/// Drops a heredoc wrapper (`<<'EOF'` ... `EOF`) and blank lines around the patch. Returns the
-/// number of lines dropped at the start and the rest.
-fn strip_wrapper<'a>(lines: &'a [&'a str]) -> (usize, &'a [&'a str]) {
-    let mut start = lines
+/// A line that starts an operation or ends the patch (whitespace around it allowed).
+fn is_marker(line: &str) -> bool {
+    let line = line.trim();
+    [ADD, DELETE, UPDATE, END]
         .iter()
-        .position(|l| !l.trim().is_empty())
-        .unwrap_or(lines.len());
-    let mut end = lines
-        .iter()
-        .rposition(|l| !l.trim().is_empty())
-        .map_or(start, |e| e + 1);
-    if let Some(first) = lines.get(start).map(|l| l.trim())
-        && first.starts_with("<<")
-        && end > start + 1
-    {
-        let delimiter = first
-            .trim_start_matches('<')
-            .trim_matches(|c| c == '\'' || c == '"');
-        if lines[end - 1].trim() == delimiter {
-            start += 1;
-            end -= 1;
+        .any(|m| line.starts_with(m))
+}
+
+/// Finds the envelope: the lines between `*** Begin Patch` and the last `*** End Patch`, and
+/// the index of the first of them. A here-doc wrapper and blank lines around are dropped.
+fn envelope<'a>(all: &'a [&'a str]) -> Result<(usize, &'a [&'a str]), ParseError> {
+    let non_blank = |range: std::ops::Range<usize>| {
+        let mut range = range;
+        range.find(|&i| !all[i].trim().is_empty())
+    };
+    let Some(first) = non_blank(0..all.len()) else {
+        return Err(error(1, format!("a patch starts with `{BEGIN}`")));
+    };
+    let mut begin = first;
+    let mut delimiter = None;
+    if all[first].trim() != BEGIN {
+        delimiter = heredoc_opener(all[first].trim(), first + 1)?;
+        if delimiter.is_some() {
+            begin = non_blank(first + 1..all.len()).unwrap_or(all.len());
+        }
+        if all.get(begin).map(|l| l.trim()) != Some(BEGIN) {
+            let got = all.get(begin).map_or("", |l| l.trim());
+            return Err(error(
+                begin + 1,
+                format!("a patch starts with `{BEGIN}`; got `{got}`"),
+            ));
         }
     }
-    (start, &lines[start..end.max(start)])
+    let mut last = (begin + 1..all.len())
+        .rev()
+        .find(|&i| !all[i].trim().is_empty());
+    if let (Some(word), Some(end)) = (delimiter, last)
+        && all[end].trim() == word
+    {
+        last = (begin + 1..end).rev().find(|&i| !all[i].trim().is_empty());
+    }
+    match last {
+        Some(end) if all[end].trim() == END => Ok((begin + 1, &all[begin + 1..end])),
+        Some(end) => {
+            if let Some(earlier) = (begin + 1..end).rev().find(|&i| all[i].trim() == END) {
+                let after = non_blank(earlier + 1..all.len()).unwrap_or(end);
+                return Err(error(after + 1, format!("nothing may follow `{END}`")));
+            }
+            Err(error(
+                all.len() + 1,
+                format!("the patch ends without `{END}`"),
+            ))
+        }
+        None => Err(error(
+            all.len() + 1,
+            format!("the patch ends without `{END}`"),
+        )),
+    }
+}
+
+/// The delimiter word of a here-doc opener such as `apply_patch <<'EOF'`, `cat <<"EOF"`,
+/// `<<EOF` or `cat <<'EOF' | apply_patch`; `None` when the line is no here-doc opener.
+fn heredoc_opener(line: &str, number: usize) -> Result<Option<&str>, ParseError> {
+    let Some(at) = line.find("<<") else {
+        return Ok(None);
+    };
+    let command = line[..at].trim();
+    let rest = line[at + 2..].strip_prefix('-').unwrap_or(&line[at + 2..]);
+    let rest = rest.trim_start();
+    let rest = rest.strip_prefix(['\'', '"']).unwrap_or(rest);
+    let word_len = rest
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    if word_len == 0 {
+        return Ok(None);
+    }
+    let word = &rest[..word_len];
+    let after = rest[word_len..]
+        .strip_prefix(['\'', '"'])
+        .unwrap_or(&rest[word_len..]);
+    let after: String = after.split_whitespace().collect::<Vec<_>>().join(" ");
+    let piped = after.is_empty() || after == "| apply_patch" || after == "| applypatch";
+    if WRAPPER_COMMANDS.contains(&command) && piped {
+        return Ok(Some(word));
+    }
+    Err(error(
+        number,
+        format!(
+            "the patch is wrapped in a shell command (`{line}`) that does more than pass it on; \
+             send only the patch, from `{BEGIN}` to `{END}` (paths are relative to the first \
+             root folder; a `cd` in a wrapper is not applied)"
+        ),
+    ))
 }
 
 fn file_path(text: &str, line: usize) -> Result<String, ParseError> {
@@ -259,38 +354,52 @@ fn parse_hunks(
 ) -> Result<(Vec<Hunk>, usize), ParseError> {
     let number = |i: usize| offset + i + 1;
     let mut hunks: Vec<Hunk> = Vec::new();
+    let new_hunk = |anchor: Option<String>, line: usize| Hunk {
+        anchor,
+        lines: Vec::new(),
+        end_of_file: false,
+        patch_line: line,
+        soft_tail: 0,
+    };
     while let Some(line) = lines.get(i) {
-        if line.starts_with("*** ") && !line.starts_with(END_OF_FILE) {
-            break;
+        if line.starts_with("***") {
+            if line.trim_end() != END_OF_FILE {
+                break;
+            }
+            match hunks.last_mut() {
+                Some(hunk) if !hunk.lines.is_empty() => hunk.end_of_file = true,
+                _ => {
+                    return Err(error(
+                        number(i),
+                        format!("`{END_OF_FILE}` ends a hunk, but no hunk lines come before it"),
+                    ));
+                }
+            }
+            i += 1;
+            continue;
         }
         if let Some(anchor) = line.strip_prefix("@@") {
+            drop_if_only_blank(&mut hunks);
             let anchor = anchor.trim();
             let anchor = anchor.strip_suffix("@@").map_or(anchor, str::trim);
-            hunks.push(Hunk {
-                anchor: (!anchor.is_empty()).then(|| anchor.to_owned()),
-                lines: Vec::new(),
-                end_of_file: false,
-                patch_line: number(i),
-            });
+            hunks.push(new_hunk(
+                (!anchor.is_empty()).then(|| anchor.to_owned()),
+                number(i),
+            ));
             i += 1;
             continue;
         }
         if hunks.is_empty() {
             // Codex accepts a first hunk without its `@@` line.
-            hunks.push(Hunk {
-                anchor: None,
-                lines: Vec::new(),
-                end_of_file: false,
-                patch_line: number(i),
-            });
+            hunks.push(new_hunk(None, number(i)));
         }
         let Some(hunk) = hunks.last_mut() else { break };
-        if line.trim_end() == END_OF_FILE {
-            hunk.end_of_file = true;
-            i += 1;
-            continue;
-        }
+        let blank = line.trim().is_empty() && !line.starts_with(' ');
         if hunk.end_of_file {
+            if blank {
+                i += 1;
+                continue;
+            }
             return Err(error(
                 number(i),
                 format!("`{END_OF_FILE}` ends a hunk; start a new one with `@@`"),
@@ -301,8 +410,8 @@ fn parse_hunks(
             Some('-') => HunkLine::Remove(line[1..].to_owned()),
             Some('+') => HunkLine::Add(line[1..].to_owned()),
             // A blank context line whose leading space was lost.
-            None => HunkLine::Context(String::new()),
-            Some(_) => {
+            _ if blank => HunkLine::Context(String::new()),
+            Some(_) | None => {
                 return Err(error(
                     number(i),
                     format!(
@@ -311,13 +420,26 @@ fn parse_hunks(
                 ));
             }
         };
+        hunk.soft_tail = if blank { hunk.soft_tail + 1 } else { 0 };
         hunk.lines.push(parsed);
         i += 1;
     }
+    drop_if_only_blank(&mut hunks);
     if let Some(empty) = hunks.iter().find(|h| h.lines.is_empty()) {
         return Err(error(empty.patch_line, "this hunk has no lines"));
     }
     Ok((hunks, i))
+}
+
+/// Drops the last hunk when it holds only blank lines without their space (blank lines
+/// between `*** Update File` and the first `@@`, or between hunks): it says nothing.
+fn drop_if_only_blank(hunks: &mut Vec<Hunk>) {
+    if hunks
+        .last()
+        .is_some_and(|h| h.anchor.is_none() && !h.lines.is_empty() && h.soft_tail == h.lines.len())
+    {
+        hunks.pop();
+    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ fn hunk(anchor: Option<&str>, lines: Vec<HunkLine>, end_of_file: bool, patch_lin
         lines,
         end_of_file,
         patch_line,
+        soft_tail: 0,
     }
 }
 
@@ -42,17 +43,21 @@ fn parses_every_operation() {
             FileOp::Update {
                 path: "src/lib.rs".into(),
                 move_to: Some("src/core.rs".into()),
-                hunks: vec![hunk(
-                    Some("fn main() {"),
-                    vec![
-                        HunkLine::Context("keep".into()),
-                        HunkLine::Remove("old".into()),
-                        HunkLine::Add("new".into()),
-                        HunkLine::Context(String::new()),
-                    ],
-                    true,
-                    7,
-                )],
+                hunks: vec![Hunk {
+                    // The blank line lost its space: context if the file has it.
+                    soft_tail: 1,
+                    ..hunk(
+                        Some("fn main() {"),
+                        vec![
+                            HunkLine::Context("keep".into()),
+                            HunkLine::Remove("old".into()),
+                            HunkLine::Add("new".into()),
+                            HunkLine::Context(String::new()),
+                        ],
+                        true,
+                        7,
+                    )
+                }],
             },
             FileOp::Delete {
                 path: "gone.txt".into()
@@ -184,6 +189,108 @@ fn hunks_that_do_not_fit_are_refused() {
     )
     .unwrap_err();
     assert!(err.contains("not found after line 3"), "{err}");
+}
+
+/// Parses and applies a one-file patch; the text after, or the error.
+fn patched(before: &str, patch: &str) -> Result<String, String> {
+    apply(before, patch)
+}
+
+#[test]
+fn the_envelope_codex_accepts() {
+    let plain = "*** Begin Patch\n*** Update File: f\n@@\n-one\n+two\n*** End Patch";
+    let wrapped = [
+        // Whitespace around the markers.
+        " *** Begin Patch\n  *** Update File: f\n@@\n-one\n+two\n*** End Patch  \n",
+        "*** Begin Patch \n*** Update File: f\n@@\n-one\n+two\n *** End Patch\n",
+        // Blank lines before `*** End Patch`, around operations, after `*** End of File`.
+        "\n\n*** Begin Patch\n\n*** Update File: f\n\n@@\n-one\n+two\n\n\n*** End Patch\n\n",
+        "*** Begin Patch\n*** Update File: f\n@@\n-one\n+two\n*** End of File\n\n*** End Patch",
+        // Here-doc wrappers, including the quote forms Codex refuses.
+        "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: f\n@@\n-one\n+two\n*** End Patch\nEOF\n",
+        "cat <<\"EOF\"\n*** Begin Patch\n*** Update File: f\n@@\n-one\n+two\n*** End Patch\nEOF",
+        "<<\"EOF'\n*** Begin Patch\n*** Update File: f\n@@\n-one\n+two\n*** End Patch\nEOF",
+        "<<PATCH\n*** Begin Patch\n*** Update File: f\n@@\n-one\n+two\n*** End Patch\n",
+        "cat <<'EOF' | apply_patch\n*** Begin Patch\n*** Update File: f\n@@\n-one\n+two\n*** End Patch\nEOF\n",
+    ];
+    let expected = patched("one\n", plain).unwrap();
+    assert_eq!(expected, "two\n");
+    for text in wrapped {
+        assert_eq!(patched("one\n", text), Ok(expected.clone()), "{text:?}");
+    }
+    // A wrapper that does more than pass the patch on is refused, with the reason.
+    let err = parse(
+        "cd sub && apply_patch <<'EOF'\n*** Begin Patch\n*** Delete File: x\n*** End Patch\nEOF",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("line 1") && err.contains("a `cd` in a wrapper is not applied"),
+        "{err}"
+    );
+}
+
+#[test]
+fn blank_lines_inside_hunks_and_added_files() {
+    // Blank lines between hunks are dropped when the file does not have them there.
+    let patch = "*** Begin Patch\n*** Update File: f\n@@\n-a\n+A\n\n@@\n-c\n+C\n\n*** End Patch";
+    assert_eq!(patched("a\nb\nc\n", patch).unwrap(), "A\nb\nC\n");
+    // ... and kept as context where it has them.
+    let patch = "*** Begin Patch\n*** Update File: f\n@@\n-a\n+A\n\n*** End Patch";
+    assert_eq!(patched("x\n\na\n\nb\n", patch).unwrap(), "x\n\nA\n\nb\n");
+    // An added file keeps its inner blank lines and drops the trailing ones.
+    let parsed = parse("*** Begin Patch\n*** Add File: n\n+a\n\n+b\n\n\n*** End Patch").unwrap();
+    assert_eq!(
+        parsed.ops,
+        vec![FileOp::Add {
+            path: "n".into(),
+            content: "a\n\nb\n".into()
+        }]
+    );
+}
+
+#[test]
+fn an_addition_at_the_end_may_come_before_earlier_hunks() {
+    let patch =
+        "*** Begin Patch\n*** Update File: f\n@@\n+tail\n@@\n-line2\n+changed\n*** End Patch";
+    assert_eq!(
+        patched("line1\nline2\nline3\n", patch).unwrap(),
+        "line1\nchanged\nline3\ntail\n"
+    );
+}
+
+#[test]
+fn context_indented_differently_line_by_line() {
+    let before = "fn f() {\n\tif x {\n\t\ty();\n\t}\n}\n";
+    // The model's context uses spaces, with its own idea of the depth of each line.
+    let patch = "*** Begin Patch\n*** Update File: f\n@@\n if x {\n-      y();\n+      z();\n+      w();\n   }\n*** End Patch";
+    assert_eq!(
+        patched(before, patch).unwrap(),
+        "fn f() {\n\tif x {\n\t\tz();\n\t\tw();\n\t}\n}\n"
+    );
+    // Still only when the place is unique.
+    let before = "if x {\n  y();\n}\nif x {\n\ty();\n}\n";
+    let patch =
+        "*** Begin Patch\n*** Update File: f\n@@\n if x {\n-    y();\n+    z();\n*** End Patch";
+    let err = patched(before, patch).unwrap_err();
+    assert!(err.contains("match several places"), "{err}");
+}
+
+#[test]
+fn mixed_line_endings_are_kept_line_by_line() {
+    // Codex's result, byte for byte: each untouched line keeps its own ending.
+    let patch =
+        "*** Begin Patch\n*** Update File: f\n one\n two\n-three\n+THREE\n four\n*** End Patch";
+    assert_eq!(
+        patched("one\r\ntwo\nthree\r\nfour\n", patch).unwrap(),
+        "one\r\ntwo\nTHREE\r\nfour\n"
+    );
+    // Added lines take the dominant ending; removed lines take theirs with them.
+    let patch = "*** Begin Patch\n*** Update File: f\n a\n-b\n+B\n+B2\n c\n-d\n*** End Patch";
+    assert_eq!(
+        patched("a\r\nb\r\nc\nd\r\ne\n", patch).unwrap(),
+        "a\r\nB\r\nB2\r\nc\ne\n"
+    );
 }
 
 proptest! {

@@ -38,7 +38,7 @@ use crate::registry::{DynTool, ErasedArgs, ToolRegistry};
 use crate::tool::{InterruptBehavior, ToolOutput};
 
 pub use hooks::{AfterHook, BeforeHook, Hook, HookCall};
-pub use truncate::{Cut, Truncation, truncate_text};
+pub use truncate::{Cut, CutBy, Truncation, truncate_text};
 pub(crate) use validate::parse_args;
 
 /// A call that could not be routed to a tool: a protocol fault, not a tool error.

@@ -15,6 +15,17 @@ const NOTICE_LINES: usize = 4;
 /// Bytes kept free for the notice and the middle marker.
 const NOTICE_BYTES: usize = 640;
 
+/// Which limit cut an output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CutBy {
+    /// The line limit.
+    Lines,
+    /// The byte limit.
+    Bytes,
+    /// Neither: only part of a large output was kept in memory (the rest is in its spill file).
+    Memory,
+}
+
 /// What [`truncate_text`] removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cut {
@@ -30,6 +41,8 @@ pub struct Cut {
     pub kept_bytes: usize,
     /// The last head line was cut inside the line.
     pub partial_line: bool,
+    /// The limit that cut.
+    pub by: CutBy,
 }
 
 /// What the truncation stage did to an output.
@@ -66,6 +79,11 @@ pub fn truncate_text(text: &str, limits: OutputLimits) -> (String, Option<Cut>) 
             (head, tail)
         }
     };
+    let by = if head.by == Some(CutBy::Bytes) || tail.by == Some(CutBy::Bytes) {
+        CutBy::Bytes
+    } else {
+        CutBy::Lines
+    };
     let cut = Cut {
         total_lines,
         total_bytes,
@@ -73,6 +91,7 @@ pub fn truncate_text(text: &str, limits: OutputLimits) -> (String, Option<Cut>) 
         tail_lines: tail.lines,
         kept_bytes: head.bytes + tail.bytes,
         partial_line: head.partial,
+        by,
     };
     let mut kept = String::with_capacity(cut.kept_bytes + 80);
     kept.push_str(&text[..head.bytes]);
@@ -95,17 +114,30 @@ struct Kept {
     lines: usize,
     bytes: usize,
     partial: bool,
+    /// The budget that stopped the taking, if one did.
+    by: Option<CutBy>,
 }
 
-fn take_head(lines: &[&str], max_lines: usize, max_bytes: usize) -> Kept {
+/// Takes lines while both budgets allow; says which one stopped it.
+fn take<'a>(lines: impl Iterator<Item = &'a &'a str>, max_lines: usize, max_bytes: usize) -> Kept {
     let mut kept = Kept::default();
     for line in lines {
-        if kept.lines == max_lines || kept.bytes + line.len() > max_bytes {
+        if kept.lines == max_lines {
+            kept.by = Some(CutBy::Lines);
+            break;
+        }
+        if kept.bytes + line.len() > max_bytes {
+            kept.by = Some(CutBy::Bytes);
             break;
         }
         kept.lines += 1;
         kept.bytes += line.len();
     }
+    kept
+}
+
+fn take_head(lines: &[&str], max_lines: usize, max_bytes: usize) -> Kept {
+    let mut kept = take(lines.iter(), max_lines, max_bytes);
     if kept.lines == 0
         && max_lines > 0
         && let Some(first) = lines.first()
@@ -115,20 +147,14 @@ fn take_head(lines: &[&str], max_lines: usize, max_bytes: usize) -> Kept {
             lines: 1,
             bytes: floor_char_boundary(first, max_bytes),
             partial: true,
+            by: Some(CutBy::Bytes),
         };
     }
     kept
 }
 
 fn take_tail(lines: &[&str], max_lines: usize, max_bytes: usize) -> Kept {
-    let mut kept = Kept::default();
-    for line in lines.iter().rev() {
-        if kept.lines == max_lines || kept.bytes + line.len() > max_bytes {
-            break;
-        }
-        kept.lines += 1;
-        kept.bytes += line.len();
-    }
+    let mut kept = take(lines.iter().rev(), max_lines, max_bytes);
     if kept.lines == 0
         && max_lines > 0
         && let Some(last) = lines.last()
@@ -139,6 +165,7 @@ fn take_tail(lines: &[&str], max_lines: usize, max_bytes: usize) -> Kept {
             lines: 1,
             bytes: last.len() - start,
             partial: false,
+            by: Some(CutBy::Bytes),
         };
     }
     kept
@@ -274,21 +301,34 @@ fn cut_long(
     }
     let total_lines = usize::try_from(long.total_lines).unwrap_or(usize::MAX);
     let total_bytes = usize::try_from(long.total_bytes).unwrap_or(usize::MAX);
-    // Cut each kept end as if it were the whole text, then report the real totals.
+    // Cut each kept end as if it were the whole text, then report the real totals. An end
+    // that fits the limits whole was cut by what was kept in memory: it is shown up to its
+    // last whole line (the kept head of a large output may end inside a line).
     let force = |text: &str, mode| {
         let limits = OutputLimits { mode, ..limits };
         let (kept, cut) = truncate_text(text, limits);
-        (
-            kept,
-            cut.unwrap_or(Cut {
-                total_lines: 0,
-                total_bytes: 0,
-                head_lines: text.split_inclusive('\n').count(),
-                tail_lines: text.split_inclusive('\n').count(),
-                kept_bytes: text.len(),
-                partial_line: false,
-            }),
-        )
+        match cut {
+            Some(cut) => (kept, cut),
+            None => {
+                let whole = match mode {
+                    TruncationMode::Head => &text[..text.rfind('\n').map_or(0, |i| i + 1)],
+                    TruncationMode::Tail | TruncationMode::HeadTail => text,
+                };
+                let lines = whole.split_inclusive('\n').count();
+                (
+                    whole.to_owned(),
+                    Cut {
+                        total_lines: 0,
+                        total_bytes: 0,
+                        head_lines: lines,
+                        tail_lines: lines,
+                        kept_bytes: whole.len(),
+                        partial_line: false,
+                        by: CutBy::Memory,
+                    },
+                )
+            }
+        }
     };
     let (shown, cut) = match limits.mode {
         TruncationMode::Head => {
@@ -369,6 +409,22 @@ fn head_and_tail(
     ));
     text.push_str(&tail);
     let kept_bytes = text.len();
+    let by = match (head_cut, tail_cut) {
+        (
+            Some(Cut {
+                by: CutBy::Bytes, ..
+            }),
+            _,
+        )
+        | (
+            _,
+            Some(Cut {
+                by: CutBy::Bytes, ..
+            }),
+        ) => CutBy::Bytes,
+        (Some(_), _) | (_, Some(_)) => CutBy::Lines,
+        (None, None) => CutBy::Memory,
+    };
     (
         text,
         Cut {
@@ -378,6 +434,7 @@ fn head_and_tail(
             tail_lines,
             kept_bytes,
             partial_line: false,
+            by,
         },
     )
 }
@@ -419,14 +476,19 @@ fn notice(
             cut.head_lines, cut.tail_lines, cut.total_lines
         ),
     };
-    let limit = if cut.total_bytes > limits.max_bytes {
-        if limits.max_bytes.is_multiple_of(1024) {
+    let limit = match cut.by {
+        CutBy::Bytes if limits.max_bytes.is_multiple_of(1024) => {
             format!("{} KiB limit", limits.max_bytes / 1024)
-        } else {
-            format!("{} byte limit", limits.max_bytes)
         }
-    } else {
-        format!("{} line limit", limits.max_lines)
+        CutBy::Bytes => format!("{} byte limit", limits.max_bytes),
+        CutBy::Lines => format!("{} line limit", limits.max_lines),
+        CutBy::Memory if cut.kept_bytes < 1024 => {
+            format!("only {} bytes of it were kept in memory", cut.kept_bytes)
+        }
+        CutBy::Memory => format!(
+            "only {} KiB of it were kept in memory",
+            cut.kept_bytes / 1024
+        ),
     };
     let mut where_full = match spill {
         // Keep the notice inside its reserve even for an absurdly long data directory.

@@ -166,6 +166,41 @@ fn a_long_output_that_fitted_in_memory_is_saved_when_cut() {
 }
 
 #[test]
+fn a_spilled_output_within_the_limits_names_memory_and_keeps_whole_lines() {
+    // The producer kept less in memory than the limits allow: the notice says so, and the
+    // shown head stops at its last whole line.
+    let dir = tempfile::tempdir().unwrap();
+    let spill = SpillStore::open(dir.path()).unwrap();
+    let mut buffer = crate::output::OutputBuffer::new(&spill, 100);
+    for i in 0..50 {
+        buffer.push_str(&format!("some/path/file{i}.rs:1:text\n"));
+    }
+    let output = ToolOutput {
+        content: vec![Content::Long(buffer.finish())],
+        ..ToolOutput::default()
+    };
+    let output = apply(
+        output,
+        limits(1_000_000, 1 << 30, TruncationMode::Head),
+        &spill,
+    );
+    let text = output.joined_text();
+    let (shown, notice) = text.split_once("\n\n[").unwrap();
+    assert_eq!(
+        shown,
+        "some/path/file0.rs:1:text\nsome/path/file1.rs:1:text\nsome/path/file2.rs:1:text"
+    );
+    assert!(
+        notice.contains("of 50 (only 78 bytes of it were kept in memory)"),
+        "{notice}"
+    );
+    assert_eq!(
+        output.truncated.unwrap().cut.by,
+        crate::pipeline::CutBy::Memory
+    );
+}
+
+#[test]
 fn apply_leaves_small_outputs_alone() {
     let dir = tempfile::tempdir().unwrap();
     let spill = SpillStore::open(dir.path()).unwrap();

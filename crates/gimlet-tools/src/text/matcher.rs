@@ -1,15 +1,22 @@
 //! Finding `old_string` in a document: exact first, then graded fallbacks.
 //!
-//! Levels, tried in order, each adding a relaxation to the one before:
+//! Levels, tried in order:
 //! 1. [`MatchLevel::Exact`]: the text as written (line endings aside).
 //! 2. [`MatchLevel::TrailingWhitespace`]: lines compared without trailing whitespace.
 //! 3. [`MatchLevel::Indentation`]: a uniform indentation shift is ignored; the replacement is
 //!    re-indented to the file's indentation.
 //! 4. [`MatchLevel::Punctuation`]: curly quotes, dashes and non-breaking spaces normalized.
+//! 5. [`MatchLevel::Whitespace`]: whitespace runs inside a line collapsed or widened, and each
+//!    line's indentation ignored on its own; changed lines take the indentation of the file line
+//!    they replace.
+//! 6. [`MatchLevel::Escapes`]: `old_string` read with its escape sequences (`\n`, `\t`, `\'`,
+//!    `\"`, `\\`) as the characters they stand for.
 //!
-//! Fallbacks compare whole lines and are used only when they find exactly one candidate. The
-//! replacement covers the matched lines only, and lines the model left unchanged (equal in
-//! `old_string` and `new_string`) keep the file's exact bytes.
+//! Levels 2-5 each add a relaxation to the one before and compare whole lines (a one-line
+//! `old_string` at level 5 may match inside a line). Every fallback is used only when it finds
+//! exactly one place. A match anchored on its first and last lines whose middle differs is
+//! never used. The replacement changes only what differs: lines the model left unchanged
+//! (equal in `old_string` and `new_string`) keep the file's exact bytes, line endings included.
 
 use std::fmt::Write as _;
 use std::ops::Range;
@@ -30,6 +37,10 @@ pub enum MatchLevel {
     Indentation,
     /// With Unicode punctuation normalized.
     Punctuation,
+    /// With whitespace runs and each line's indentation normalized.
+    Whitespace,
+    /// With escape sequences in `old_string` read as the characters they stand for.
+    Escapes,
 }
 
 impl MatchLevel {
@@ -44,9 +55,25 @@ impl MatchLevel {
             Self::Punctuation => {
                 "matched with curly quotes, dashes and non-breaking spaces normalized"
             }
+            Self::Whitespace => {
+                "matched ignoring whitespace differences inside and around lines; changed lines \
+                 took the indentation of the lines they replace"
+            }
+            Self::Escapes => {
+                "matched reading the escape sequences in `old_string` (\\n, \\t, \\', \\\", \\\\) \
+                 as the characters they stand for; `new_string` was written as given"
+            }
         }
     }
 }
+
+/// The line-comparing fallback levels, in order.
+pub(crate) const LINE_LEVELS: [MatchLevel; 4] = [
+    MatchLevel::TrailingWhitespace,
+    MatchLevel::Indentation,
+    MatchLevel::Punctuation,
+    MatchLevel::Whitespace,
+];
 
 /// Where to replace, and with what.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,38 +119,21 @@ pub fn find_replacement(
     replace_all: bool,
 ) -> Result<Replacement, MatchError> {
     let text = doc.normalized();
-    if !old.is_empty() {
-        // Overlapping occurrences count: `aa` is not unique in `aaa`.
-        let hits = occurrences(text, old);
-        match hits.len() {
-            0 => {}
-            1 => return Ok(exact(&hits, old, new)),
-            _ if replace_all => {
-                let mut disjoint: Vec<usize> = Vec::with_capacity(hits.len());
-                for &hit in &hits {
-                    if disjoint.last().is_none_or(|&last| hit >= last + old.len()) {
-                        disjoint.push(hit);
-                    }
-                }
-                return Ok(exact(&disjoint, old, new));
-            }
-            count => {
-                let lines = hits.iter().take(5).map(|&i| doc.line_of(i)).collect();
-                return Err(MatchError::Ambiguous {
-                    count,
-                    lines,
-                    level: MatchLevel::Exact,
-                });
-            }
-        }
+    if !old.is_empty()
+        && let Some(found) = find_literal(doc, old, new, replace_all, MatchLevel::Exact)
+    {
+        return found;
     }
     let lines = Lines::of(text);
-    for level in [
-        MatchLevel::TrailingWhitespace,
-        MatchLevel::Indentation,
-        MatchLevel::Punctuation,
-    ] {
-        let (old_lines, _) = split_lines(old);
+    let (old_lines, _) = split_lines(old);
+    for level in LINE_LEVELS {
+        if level == MatchLevel::Whitespace && !old.contains('\n') {
+            // One line: it may match inside a line; whole lines are found the same way.
+            if let Some(found) = find_collapsed(doc, old, new) {
+                return found;
+            }
+            continue;
+        }
         let candidates = find_windows(&lines, 0, &old_lines, level);
         match candidates.len() {
             0 => {}
@@ -138,9 +148,51 @@ pub fn find_replacement(
             }
         }
     }
+    let unescaped = unescape(old);
+    if unescaped != old
+        && !unescaped.is_empty()
+        && let Some(found) = find_literal(doc, &unescaped, new, replace_all, MatchLevel::Escapes)
+    {
+        return found;
+    }
     Err(MatchError::NotFound {
         closest: closest(doc, &lines, old),
     })
+}
+
+/// `old` found literally: one place, or every place with `replace_all`. `None` when it does
+/// not occur.
+fn find_literal(
+    doc: &Document,
+    old: &str,
+    new: &str,
+    replace_all: bool,
+    level: MatchLevel,
+) -> Option<Result<Replacement, MatchError>> {
+    let text = doc.normalized();
+    // Overlapping occurrences count: `aa` is not unique in `aaa`.
+    let hits = occurrences(text, old);
+    match hits.len() {
+        0 => None,
+        1 => Some(Ok(literal(text, &hits, old, new, level))),
+        _ if replace_all => {
+            let mut disjoint: Vec<usize> = Vec::with_capacity(hits.len());
+            for &hit in &hits {
+                if disjoint.last().is_none_or(|&last| hit >= last + old.len()) {
+                    disjoint.push(hit);
+                }
+            }
+            Some(Ok(literal(text, &disjoint, old, new, level)))
+        }
+        count => {
+            let lines = hits.iter().take(5).map(|&i| doc.line_of(i)).collect();
+            Some(Err(MatchError::Ambiguous {
+                count,
+                lines,
+                level,
+            }))
+        }
+    }
 }
 
 /// Every start of `needle` in `text`, overlapping ones included.
@@ -160,14 +212,39 @@ fn occurrences(text: &str, needle: &str) -> Vec<usize> {
     hits
 }
 
-fn exact(hits: &[usize], old: &str, new: &str) -> Replacement {
+fn literal(text: &str, hits: &[usize], old: &str, new: &str, level: MatchLevel) -> Replacement {
     Replacement {
         edits: hits
             .iter()
-            .map(|&i| (i..i + old.len(), new.to_owned()))
+            .map(|&i| minimal_edit(i, &text[i..i + old.len()], new))
             .collect(),
-        level: MatchLevel::Exact,
+        level,
     }
+}
+
+/// The edit that turns `old` (at `at`) into `new`, without the prefix and suffix they share:
+/// bytes that stay the same are not rewritten (a line break among them keeps its own ending).
+fn minimal_edit(at: usize, old: &str, new: &str) -> (Range<usize>, String) {
+    let (a, b) = (old.as_bytes(), new.as_bytes());
+    let mut prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    while !(old.is_char_boundary(prefix) && new.is_char_boundary(prefix)) {
+        prefix -= 1;
+    }
+    let most = a.len().min(b.len()) - prefix;
+    let mut suffix = a
+        .iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take(most)
+        .take_while(|(x, y)| x == y)
+        .count();
+    while !(old.is_char_boundary(a.len() - suffix) && new.is_char_boundary(b.len() - suffix)) {
+        suffix -= 1;
+    }
+    (
+        at + prefix..at + a.len() - suffix,
+        new[prefix..b.len() - suffix].to_owned(),
+    )
 }
 
 /// The lines of the normalized text, with their byte ranges (newline excluded).
@@ -180,11 +257,9 @@ impl<'a> Lines<'a> {
     pub(crate) fn of(text: &'a str) -> Self {
         let mut ranges = Vec::new();
         let mut start = 0;
-        for (i, b) in text.bytes().enumerate() {
-            if b == b'\n' {
-                ranges.push(start..i);
-                start = i + 1;
-            }
+        for i in memchr::memchr_iter(b'\n', text.as_bytes()) {
+            ranges.push(start..i);
+            start = i + 1;
         }
         if start < text.len() {
             ranges.push(start..text.len());
@@ -213,6 +288,27 @@ impl<'a> Lines<'a> {
             end += 1;
         }
         start..end
+    }
+
+    /// Whether the text ends without a line break (and is not empty).
+    pub(crate) fn open_end(&self) -> bool {
+        !self.text.is_empty() && !self.text.ends_with('\n')
+    }
+
+    /// Where the lines `first..first + count` and their breaks start and end, for removing them:
+    /// the last line of a text without a final newline takes the break before it instead, so
+    /// the text keeps ending without one.
+    fn removal(&self, first: usize, count: usize) -> Range<usize> {
+        let start = self.ranges[first].start;
+        let end = self
+            .ranges
+            .get(first + count)
+            .map_or(self.text.len(), |r| r.start);
+        if first + count == self.len() && self.open_end() && start > 0 {
+            start - 1..end
+        } else {
+            start..end
+        }
     }
 }
 
@@ -293,10 +389,10 @@ pub(crate) fn find_windows(
     found
 }
 
-/// The form a line is compared in at a level (allocating only to normalize punctuation).
+/// The form a line is compared in at a level (allocating only when something changes).
 fn normalize_line(line: &str, level: MatchLevel) -> std::borrow::Cow<'_, str> {
     match level {
-        MatchLevel::Exact => line.into(),
+        MatchLevel::Exact | MatchLevel::Escapes => line.into(),
         MatchLevel::TrailingWhitespace | MatchLevel::Indentation => line.trim_end().into(),
         MatchLevel::Punctuation => line
             .trim_end()
@@ -304,23 +400,47 @@ fn normalize_line(line: &str, level: MatchLevel) -> std::borrow::Cow<'_, str> {
             .map(plain_punctuation)
             .collect::<String>()
             .into(),
+        MatchLevel::Whitespace => collapse_whitespace(line).into(),
     }
 }
 
-/// Removes the common indentation at the Indentation level and above.
+/// A line with punctuation made plain, its ends trimmed, and each whitespace run made one space.
+fn collapse_whitespace(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut space = false;
+    for c in line.chars().map(plain_punctuation) {
+        if c.is_whitespace() {
+            space = true;
+        } else {
+            if space && !out.is_empty() {
+                out.push(' ');
+            }
+            space = false;
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Removes the common indentation at the levels that ignore a uniform shift.
 fn strip_for<'a>(line: &'a str, indent: &str, level: MatchLevel) -> &'a str {
-    if level >= MatchLevel::Indentation {
+    if matches!(level, MatchLevel::Indentation | MatchLevel::Punctuation) {
         line.strip_prefix(indent).unwrap_or(line)
     } else {
         line
     }
 }
 
+/// The leading whitespace of a line.
+fn indentation(line: &str) -> &str {
+    &line[..line.len() - line.trim_start().len()]
+}
+
 /// The longest whitespace prefix shared by every non-blank line.
 fn common_indent(lines: &[String]) -> String {
     let mut common: Option<&str> = None;
     for line in lines.iter().filter(|l| !l.trim().is_empty()) {
-        let indent = &line[..line.len() - line.trim_start().len()];
+        let indent = indentation(line);
         common = Some(match common {
             None => indent,
             Some(c) => {
@@ -348,8 +468,7 @@ pub(crate) fn plain_punctuation(c: char) -> char {
     }
 }
 
-/// The replacement for a fuzzy window: changed lines from `new` (re-indented at the
-/// Indentation level), unchanged lines as they are in the file.
+/// The replacement for a fuzzy window of whole lines.
 fn fuzzy(
     lines: &Lines<'_>,
     window: &Window,
@@ -357,8 +476,29 @@ fn fuzzy(
     new: &str,
     level: MatchLevel,
 ) -> Replacement {
-    let (old_lines, old_trailing) = split_lines(old);
-    let (new_lines, new_trailing) = split_lines(new);
+    let (old_lines, mut old_trailing) = split_lines(old);
+    let (new_lines, mut new_trailing) = split_lines(new);
+    if window.first + window.count == lines.len() && lines.open_end() && old_trailing {
+        // `old` ended with a newline the file does not have: it matched the end of the file,
+        // and the file keeps ending without a newline.
+        old_trailing = false;
+        new_trailing = false;
+    }
+    if new_lines.is_empty() && !old_trailing {
+        // Lines without their last break become nothing: the breaks around them stay, as an
+        // exact match of the same text would leave them.
+        return Replacement {
+            edits: vec![(lines.span(window.first, window.count, false), String::new())],
+            level,
+        };
+    }
+    if old_trailing == new_trailing {
+        return Replacement {
+            edits: window_edits(lines, window, &old_lines, &new_lines, level),
+            level,
+        };
+    }
+    // The change adds or removes the break after the window: replace the window whole.
     let out = replacement_lines(lines, window, &old_lines, &new_lines, level);
     let span = lines.span(window.first, window.count, old_trailing);
     let mut text = out.join("\n");
@@ -371,8 +511,101 @@ fn fuzzy(
     }
 }
 
-/// The lines that replace a window: lines equal in `old_lines` and `new_lines` keep the file's
-/// text; changed and added lines come from `new_lines`, re-indented at the Indentation level.
+/// Edits that turn the window's lines into `new_lines`, touching only what differs: lines
+/// equal in `old_lines` and `new_lines` are not rewritten, a changed line keeps its own ending,
+/// and added lines (with `\n` breaks) take the file's dominant one. Ascending, not overlapping.
+pub(crate) fn window_edits(
+    lines: &Lines<'_>,
+    window: &Window,
+    old_lines: &[&str],
+    new_lines: &[&str],
+    level: MatchLevel,
+) -> Vec<(Range<usize>, String)> {
+    let mut edits = Vec::new();
+    let line_at = |j: usize| window.first + j;
+    for op in similar::capture_diff_slices(Algorithm::Myers, old_lines, new_lines) {
+        match op {
+            DiffOp::Equal { .. } => {}
+            DiffOp::Delete {
+                old_index, old_len, ..
+            } => edits.push((lines.removal(line_at(old_index), old_len), String::new())),
+            DiffOp::Insert {
+                old_index,
+                new_index,
+                new_len,
+            } => {
+                let anchor = old_index.min(old_lines.len().saturating_sub(1));
+                let added: Vec<String> = new_lines[new_index..new_index + new_len]
+                    .iter()
+                    .map(|l| reindent(l, lines, window, old_lines, anchor, level))
+                    .collect();
+                edits.push(insertion(lines, line_at(old_index), &added));
+            }
+            DiffOp::Replace {
+                old_index,
+                old_len,
+                new_index,
+                new_len,
+            } => {
+                let paired = old_len.min(new_len);
+                for j in 0..paired {
+                    let mut text = reindent(
+                        new_lines[new_index + j],
+                        lines,
+                        window,
+                        old_lines,
+                        old_index + j,
+                        level,
+                    );
+                    if j + 1 == paired && new_len > paired {
+                        // The extra new lines go after the last replaced line, before its break.
+                        for extra in &new_lines[new_index + paired..new_index + new_len] {
+                            text.push('\n');
+                            text.push_str(&reindent(
+                                extra,
+                                lines,
+                                window,
+                                old_lines,
+                                old_index + j,
+                                level,
+                            ));
+                        }
+                    }
+                    edits.push((lines.ranges[line_at(old_index + j)].clone(), text));
+                }
+                if old_len > paired {
+                    edits.push((
+                        lines.removal(line_at(old_index + paired), old_len - paired),
+                        String::new(),
+                    ));
+                }
+            }
+        }
+    }
+    edits
+}
+
+/// Lines inserted before line `at` (or at the end): each followed by a break, except at the
+/// end of a text that has no final newline, where the break goes before them.
+pub(crate) fn insertion(lines: &Lines<'_>, at: usize, added: &[String]) -> (Range<usize>, String) {
+    if at < lines.len() {
+        let start = lines.ranges[at].start;
+        return (
+            start..start,
+            added.iter().map(|l| format!("{l}\n")).collect(),
+        );
+    }
+    let end = lines.text.len();
+    if lines.open_end() {
+        let text = added.iter().map(|l| format!("\n{l}")).collect();
+        (end..end, text)
+    } else {
+        (end..end, added.iter().map(|l| format!("{l}\n")).collect())
+    }
+}
+
+/// The lines that replace a window, whole: lines equal in `old_lines` and `new_lines` keep the
+/// file's text; changed and added lines come from `new_lines`, re-indented as the level says.
 pub(crate) fn replacement_lines(
     lines: &Lines<'_>,
     window: &Window,
@@ -389,15 +622,21 @@ pub(crate) fn replacement_lines(
                 );
             }
             DiffOp::Insert {
-                new_index, new_len, ..
+                old_index,
+                new_index,
+                new_len,
             }
             | DiffOp::Replace {
-                new_index, new_len, ..
+                old_index,
+                new_index,
+                new_len,
+                ..
             } => {
+                let anchor = old_index.min(old_lines.len().saturating_sub(1));
                 out.extend(
                     new_lines[new_index..new_index + new_len]
                         .iter()
-                        .map(|l| reindent(l, window, level)),
+                        .map(|l| reindent(l, lines, window, old_lines, anchor, level)),
                 );
             }
             DiffOp::Delete { .. } => {}
@@ -406,17 +645,165 @@ pub(crate) fn replacement_lines(
     out
 }
 
-fn reindent(line: &str, window: &Window, level: MatchLevel) -> String {
-    if level < MatchLevel::Indentation
-        || window.old_indent == window.file_indent
-        || line.trim().is_empty()
-    {
+/// A new line as it goes into the file. At the Indentation and Punctuation levels the window's
+/// indentation shift is applied; at the Whitespace level the line takes the indentation of the
+/// file line that `old_lines[anchor]` matched, when it starts with that old line's indentation.
+fn reindent(
+    line: &str,
+    lines: &Lines<'_>,
+    window: &Window,
+    old_lines: &[&str],
+    anchor: usize,
+    level: MatchLevel,
+) -> String {
+    if line.trim().is_empty() {
         return line.to_owned();
     }
-    match line.strip_prefix(window.old_indent.as_str()) {
-        Some(rest) => format!("{}{rest}", window.file_indent),
-        None => format!("{}{}", window.file_indent, line.trim_start()),
+    match level {
+        MatchLevel::Exact | MatchLevel::TrailingWhitespace | MatchLevel::Escapes => line.to_owned(),
+        MatchLevel::Indentation | MatchLevel::Punctuation => {
+            if window.old_indent == window.file_indent {
+                return line.to_owned();
+            }
+            match line.strip_prefix(window.old_indent.as_str()) {
+                Some(rest) => format!("{}{rest}", window.file_indent),
+                None => format!("{}{}", window.file_indent, line.trim_start()),
+            }
+        }
+        MatchLevel::Whitespace => {
+            let Some(old) = old_lines.get(anchor) else {
+                return line.to_owned();
+            };
+            // An anchor that is blank says nothing about indentation: use the nearest
+            // non-blank line before it, or after it.
+            let anchor = if old.trim().is_empty() {
+                (0..anchor)
+                    .rev()
+                    .chain(anchor + 1..old_lines.len())
+                    .find(|&j| !old_lines[j].trim().is_empty())
+                    .unwrap_or(anchor)
+            } else {
+                anchor
+            };
+            let old_indent = indentation(old_lines[anchor]);
+            let file_indent = indentation(lines.line(window.first + anchor));
+            match line.strip_prefix(old_indent) {
+                Some(rest) => format!("{file_indent}{rest}"),
+                None => line.to_owned(),
+            }
+        }
     }
+}
+
+/// A one-line `old` at the Whitespace level: searched with whitespace runs collapsed, inside
+/// lines too. `None` when it does not occur.
+fn find_collapsed(doc: &Document, old: &str, new: &str) -> Option<Result<Replacement, MatchError>> {
+    let needle = collapse_whitespace(old);
+    if needle.is_empty() {
+        return None;
+    }
+    let text = doc.normalized();
+    let (collapsed, map) = collapse_text(text);
+    let hits = occurrences(&collapsed, &needle);
+    match hits.len() {
+        0 => None,
+        1 => {
+            let start = map[hits[0]];
+            let last = hits[0] + needle.len() - 1;
+            // `last` may sit inside a character: its first byte maps to the file character.
+            let last_start = (0..=last).rev().find(|&i| collapsed.is_char_boundary(i))?;
+            let end = map[last_start] + text[map[last_start]..].chars().next()?.len_utf8();
+            // Whitespace the model put around `old` was not matched; take the same off `new`.
+            let lead = &old[..old.len() - old.trim_start().len()];
+            let trail = &old[old.trim_end().len()..];
+            let new = new.strip_prefix(lead).unwrap_or(new);
+            let new = new.strip_suffix(trail).unwrap_or(new);
+            Some(Ok(Replacement {
+                edits: vec![minimal_edit(start, &text[start..end], new)],
+                level: MatchLevel::Whitespace,
+            }))
+        }
+        count => {
+            let lines = hits.iter().take(5).map(|&i| doc.line_of(map[i])).collect();
+            Some(Err(MatchError::Ambiguous {
+                count,
+                lines,
+                level: MatchLevel::Whitespace,
+            }))
+        }
+    }
+}
+
+/// The text with every line collapsed as [`collapse_whitespace`] does (breaks kept), and for
+/// each byte of the result the offset of the text byte it came from.
+fn collapse_text(text: &str) -> (String, Vec<usize>) {
+    let mut out = String::with_capacity(text.len());
+    let mut map = Vec::with_capacity(text.len());
+    for (line_start, line) in line_starts(text) {
+        let mut space: Option<usize> = None;
+        let mut started = false;
+        for (i, c) in line.char_indices() {
+            let plain = plain_punctuation(c);
+            if plain.is_whitespace() {
+                if started && space.is_none() {
+                    space = Some(line_start + i);
+                }
+                continue;
+            }
+            if let Some(at) = space.take() {
+                out.push(' ');
+                map.push(at);
+            }
+            started = true;
+            let before = out.len();
+            out.push(plain);
+            map.extend(std::iter::repeat_n(line_start + i, out.len() - before));
+        }
+        if line_start + line.len() < text.len() {
+            out.push('\n');
+            map.push(line_start + line.len());
+        }
+    }
+    (out, map)
+}
+
+/// Each line of `text` (without its break) and where it starts.
+fn line_starts(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut start = 0;
+    text.split('\n').map(move |line| {
+        let at = start;
+        start += line.len() + 1;
+        (at, line)
+    })
+}
+
+/// `text` with its escape sequences read as the characters they stand for: `\n`, `\t`, `\r`,
+/// `\'`, `\"`, `` \` ``, `\$`, `\\` and a backslash before a line break. Other backslashes stay.
+pub(crate) fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let next = chars.clone().next();
+        let replaced = match next {
+            Some('n') => Some('\n'),
+            Some('t') => Some('\t'),
+            Some('r') => Some('\r'),
+            Some(q @ ('\'' | '"' | '`' | '$' | '\\' | '\n')) => Some(q),
+            _ => None,
+        };
+        match replaced {
+            Some(r) => {
+                out.push(r);
+                chars.next();
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
 }
 
 /// Files longer than this get no closest-region search on a miss (it compares every window).

@@ -10,7 +10,9 @@ mod diff;
 mod matcher;
 
 pub use diff::{DiffStats, render_diff};
-pub(crate) use matcher::{Lines, Window, closest, find_windows, replacement_lines};
+pub(crate) use matcher::{
+    LINE_LEVELS, Lines, Window, closest, find_windows, insertion, window_edits,
+};
 pub use matcher::{MatchError, MatchLevel, Replacement, find_replacement};
 
 use std::fmt;

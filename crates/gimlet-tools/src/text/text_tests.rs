@@ -86,12 +86,14 @@ fn fallbacks_in_order() {
         "\t\tif x {\n\t\t\tz()\n\t\t}\n",
         MatchLevel::Indentation,
     );
-    // Tabs in the file against spaces in `old` are not a uniform shift.
-    err(
+    // Tabs in the file against spaces in `old` are no uniform shift, but each line matches
+    // with its own indentation ignored; the changed line takes the file line's.
+    ok(
         "\tif x {\n\t\ty()\n\t}\n",
         "if x {\n    y()\n}",
-        "q",
-        "was not found",
+        "if x {\n    z()\n}",
+        "\tif x {\n\t\tz()\n\t}\n",
+        MatchLevel::Whitespace,
     );
     // Unicode punctuation: curly quotes, dashes, NBSP.
     ok(
@@ -119,7 +121,7 @@ fn misses_and_ambiguities_explain_themselves() {
         "matches 2 places (exact match, lines 1, 3)",
     );
     err("aaa", "aa", "b", "matches 2 places");
-    err("a\n  b\nc\n  b  \n", "b  \nc", "q", "was not found");
+    err("a\n  b\nc\n", "b\nd", "q", "was not found");
     let message = edit("alpha\nbeta\ngamma\n", "betta\ngamma", "x", false).unwrap_err();
     assert!(
         message.contains("The closest text is at lines 2-3"),
@@ -134,6 +136,176 @@ fn misses_and_ambiguities_explain_themselves() {
         "matches 2 places (matched ignoring trailing whitespace, lines 1, 3)",
     );
     err("", "x", "y", "was not found");
+}
+
+#[test]
+fn whitespace_runs_collapsed_or_widened() {
+    use MatchLevel::Whitespace;
+    // Inside a line, the match is the text between the first and last non-blank characters.
+    ok(
+        "const   x    =     5;\n",
+        "const x = 5;",
+        "const x = 10;",
+        "const x = 10;\n",
+        Whitespace,
+    );
+    ok(
+        "if\t(  condition\t) {\n",
+        "if ( condition ) {",
+        "if (c) {",
+        "if (c) {\n",
+        Whitespace,
+    );
+    ok(
+        "  let a =  f(1,  2); // keep\n",
+        "f(1, 2)",
+        "f(3, 4)",
+        "  let a =  f(3, 4); // keep\n",
+        Whitespace,
+    );
+    // Widened: the model wrote more space than the file has.
+    ok(
+        "x = [1, 2]\n",
+        "x  =  [1,  2]",
+        "x = [3]",
+        "x = [3]\n",
+        Whitespace,
+    );
+    // Whitespace the model put around a one-line `old_string` is not matched, nor written.
+    ok(
+        "    a  = 1\n",
+        "  a = 1",
+        "  a = 2",
+        "    a = 2\n",
+        Whitespace,
+    );
+    // Unique only.
+    err(
+        "a  =  1\nb = a   =  1\n",
+        "a = 1",
+        "a = 2",
+        "matches 2 places",
+    );
+    // Runs are not removed: `ab` does not match `a b`.
+    err("a b\n", "ab", "x", "was not found");
+}
+
+#[test]
+fn escapes_written_where_the_file_has_the_characters() {
+    use MatchLevel::Escapes;
+    ok(
+        "console.log(\"Hello\nWorld\");\n",
+        "console.log(\\\"Hello\\nWorld\\\");",
+        "console.log(\"Hi\");",
+        "console.log(\"Hi\");\n",
+        Escapes,
+    );
+    ok("a\tb\n", "a\\tb", "a b", "a b\n", Escapes);
+    ok("it's\n", "it\\'s", "it is", "it is\n", Escapes);
+    ok(
+        "C:\\Users\n",
+        "C:\\\\Users",
+        "D:\\Users",
+        "D:\\Users\n",
+        Escapes,
+    );
+    // `new_string` is written as given, escapes and all.
+    ok(
+        "x = 'a\nb'\n",
+        "'a\\nb'",
+        "'a\\nc'",
+        "x = 'a\\nc'\n",
+        Escapes,
+    );
+    // Literal backslash sequences in the file still match exactly first.
+    ok(
+        "s = \"a\\nb\"\n",
+        "\"a\\nb\"",
+        "\"c\"",
+        "s = \"c\"\n",
+        MatchLevel::Exact,
+    );
+    err("it's and it's\n", "it\\'s", "x", "matches 2 places");
+}
+
+#[test]
+fn a_fallback_match_at_the_end_keeps_the_missing_final_newline() {
+    // `old` ends with a newline the file lacks at its end: the file still lacks one after.
+    ok(
+        "a\n  b",
+        "a\nb\n",
+        "a\nc\n",
+        "a\n  c",
+        MatchLevel::Whitespace,
+    );
+    ok(
+        "x\ny   ",
+        "y\n",
+        "z\n",
+        "x\nz",
+        MatchLevel::TrailingWhitespace,
+    );
+    ok(
+        "x\n    y",
+        "  y\n",
+        "  z\n",
+        "x\n    z",
+        MatchLevel::Indentation,
+    );
+    // With a final newline, nothing changes about it.
+    ok(
+        "x\ny   \n",
+        "y\n",
+        "z\n",
+        "x\nz\n",
+        MatchLevel::TrailingWhitespace,
+    );
+    // Removing the last line of a file without a final newline keeps it without one.
+    ok(
+        "a\n  b\n  c",
+        "b\nc",
+        "b",
+        "a\n  b",
+        MatchLevel::Indentation,
+    );
+    // Lines matched without their last break and replaced by nothing leave the breaks around
+    // them, as an exact match would.
+    ok("a\n  b\n  c", "b\nc", "", "a\n", MatchLevel::Indentation);
+}
+
+#[test]
+fn a_fuzzy_edit_keeps_each_untouched_line_ending() {
+    ok(
+        "a  \r\nb\nc  \r\nd\n",
+        "a\nb\nc\nd",
+        "a\nB\nc\nd",
+        "a  \r\nB\nc  \r\nd\n",
+        MatchLevel::TrailingWhitespace,
+    );
+    // An exact edit across lines rewrites only what differs.
+    ok(
+        "one\r\ntwo\nthree\r\n",
+        "one\ntwo\nthree",
+        "one\nTWO\nthree",
+        "one\r\nTWO\nthree\r\n",
+        MatchLevel::Exact,
+    );
+}
+
+#[test]
+fn a_first_and_last_line_anchor_with_another_middle_is_refused() {
+    // opencode's block-anchor replacer would apply this; its middle does not match.
+    let message = edit(
+        "function calculate(a, b) {\n  const temp = a + b;\n  const result = temp * 2;\n  return result;\n}\n",
+        "function calculate(a, b) {\n  // different middle content\n  return result;\n}",
+        "function calculate(a, b) {\n  return a * b * 2;\n}",
+        false,
+    )
+    .unwrap_err();
+    assert!(
+        message.contains("was not found") && message.contains("The closest text is at lines"),
+        "{message}"
+    );
 }
 
 #[test]

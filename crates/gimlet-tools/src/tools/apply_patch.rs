@@ -11,12 +11,12 @@ use super::edit::preview_text;
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::fs::{
-    Journal, Loaded, PathError, ResolvedPath, check_not_stale, commit, create_parents, load,
-    remove_file, write_atomic,
+    Journal, Loaded, PathError, ResolvedPath, check_fresh, check_not_stale, commit_many,
+    create_parents, load,
 };
 use crate::patch::{FileOp, Patch, apply_hunks, parse};
 use crate::permission::{Access, Permission};
-use crate::text::{Document, MatchLevel, render_diff};
+use crate::text::{Document, MatchLevel, in_style_of, render_diff};
 use crate::tool::{JsonObject, Tool, ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("apply_patch.md");
@@ -181,6 +181,8 @@ struct FileChange {
 #[derive(Clone, PartialEq, Eq)]
 enum Action {
     Added,
+    /// An existing file replaced whole (`*** Add File` or `*** Move to` onto it).
+    Replaced,
     Updated,
     Deleted,
     /// The source half of a move (removed); the destination is an `Added` change after it.
@@ -193,7 +195,7 @@ impl FileChange {
     fn letter(&self) -> char {
         match self.action {
             Action::Added => 'A',
-            Action::Updated => 'M',
+            Action::Replaced | Action::Updated => 'M',
             Action::Deleted => 'D',
             Action::MovedAway { .. } => 'R',
         }
@@ -202,6 +204,7 @@ impl FileChange {
     fn label(&self) -> String {
         match &self.action {
             Action::MovedAway { to } => format!("{} -> {to}", self.loaded.resolved.display()),
+            Action::Replaced => format!("{} (replaced whole)", self.loaded.resolved.display()),
             _ => self.loaded.resolved.display(),
         }
     }
@@ -240,16 +243,17 @@ fn plan(ctx: &ToolContext, patch: &Patch) -> Result<Vec<FileChange>, ToolError> 
         }
         match op {
             FileOp::Add { content, .. } => {
-                if loaded.exists() {
-                    return Err(ToolError::invalid(format!(
-                        "`{display}` already exists; to change it use `*** Update File: {}`",
-                        op.path()
-                    )));
-                }
+                let (new, action) = if loaded.exists() {
+                    // Codex overwrites; gimlet does when the session has seen what goes.
+                    check_replaceable(ctx, &loaded, "`*** Add File:` replaces it")?;
+                    (replacement(&loaded, content), Action::Replaced)
+                } else {
+                    (content.clone(), Action::Added)
+                };
                 changes.push(FileChange {
                     loaded,
-                    new: Some(content.clone()),
-                    action: Action::Added,
+                    new: Some(new),
+                    action,
                     levels: Vec::new(),
                 });
             }
@@ -298,24 +302,7 @@ fn plan(ctx: &ToolContext, patch: &Patch) -> Result<Vec<FileChange>, ToolError> 
                     }),
                     Some(dest) => {
                         let target = load(resolve(dest)?)?;
-                        let dest_display = target.resolved.display();
-                        if target.resolved.path != loaded.resolved.path && target.exists() {
-                            return Err(ToolError::invalid(format!(
-                                "cannot move to `{dest_display}`: it already exists"
-                            )));
-                        }
-                        changes.push(FileChange {
-                            loaded,
-                            new: None,
-                            action: Action::MovedAway { to: dest_display },
-                            levels: levels.clone(),
-                        });
-                        changes.push(FileChange {
-                            loaded: target,
-                            new: Some(text),
-                            action: Action::Added,
-                            levels,
-                        });
+                        plan_move(ctx, &mut changes, loaded, target, text, levels)?;
                     }
                 }
             }
@@ -324,10 +311,88 @@ fn plan(ctx: &ToolContext, patch: &Patch) -> Result<Vec<FileChange>, ToolError> 
     Ok(changes)
 }
 
-/// Writes every change; if one fails, restores the ones already written.
+/// The two halves of a move: the source removed, the destination written (replacing a file
+/// there only as `write` would).
+fn plan_move(
+    ctx: &ToolContext,
+    changes: &mut Vec<FileChange>,
+    loaded: Loaded,
+    target: Loaded,
+    text: String,
+    levels: Vec<MatchLevel>,
+) -> Result<(), ToolError> {
+    let dest_display = target.resolved.display();
+    if target.resolved.path == loaded.resolved.path {
+        // Moving a file onto itself is an update.
+        changes.push(FileChange {
+            loaded,
+            new: Some(text),
+            action: Action::Updated,
+            levels,
+        });
+        return Ok(());
+    }
+    if changes
+        .iter()
+        .any(|c| c.loaded.resolved.path == target.resolved.path)
+    {
+        return Err(ToolError::invalid(format!(
+            "the patch changes `{dest_display}` twice; merge its operations into one"
+        )));
+    }
+    let action = if target.exists() {
+        check_replaceable(ctx, &target, "`*** Move to:` replaces it")?;
+        Action::Replaced
+    } else {
+        Action::Added
+    };
+    changes.push(FileChange {
+        loaded,
+        new: None,
+        action: Action::MovedAway { to: dest_display },
+        levels: levels.clone(),
+    });
+    changes.push(FileChange {
+        loaded: target,
+        new: Some(text),
+        action,
+        levels,
+    });
+    Ok(())
+}
+
+/// Refuses to replace an existing file the session has not seen as it is: the rule of `write`.
+fn check_replaceable(ctx: &ToolContext, loaded: &Loaded, what: &str) -> Result<(), ToolError> {
+    let display = loaded.resolved.display();
+    match check_fresh(ctx, loaded, None) {
+        Ok(()) => Ok(()),
+        Err(ToolError::Stale(_)) if ctx.session().files().get(&loaded.resolved.path).is_none() => {
+            Err(ToolError::Stale(format!(
+                "`{display}` already exists and has not been read in this session; {what} only \
+                 after a `read` (so that nothing is overwritten unseen). Read it first, or change \
+                 it with `*** Update File: {display}`. Nothing was changed"
+            )))
+        }
+        Err(ToolError::Stale(reason)) => Err(ToolError::Stale(format!(
+            "`{display}` already exists and {what} only as this session read it: {reason}. \
+             Nothing was changed"
+        ))),
+        Err(other) => Err(other),
+    }
+}
+
+/// The content an `*** Add File` puts over an existing file: in that file's line-ending and BOM
+/// style when it is text, as `write` does.
+fn replacement(loaded: &Loaded, content: &str) -> String {
+    match loaded.bytes.as_ref().map(|b| Document::decode(b.clone())) {
+        Some(Ok(old)) => in_style_of(&old, content),
+        _ => content.to_owned(),
+    }
+}
+
+/// Writes every change, all or nothing, also across a crash (see `fs::commit_all`).
 fn apply(ctx: &ToolContext, plan: &[FileChange]) -> Result<(), ToolError> {
-    let journal = ctx.session().state::<Journal>();
-    let change = journal.begin();
+    let change = ctx.session().state::<Journal>().begin();
     // Moves write the destination before removing the source.
     let mut order: Vec<&FileChange> = plan
         .iter()
@@ -337,56 +402,17 @@ fn apply(ctx: &ToolContext, plan: &[FileChange]) -> Result<(), ToolError> {
         plan.iter()
             .filter(|c| matches!(c.action, Action::MovedAway { .. })),
     );
-    let mut done: Vec<&FileChange> = Vec::new();
-    for file in order {
-        let result = (|| {
-            if !file.loaded.exists() {
-                create_parents(&file.loaded.resolved)?;
-            }
-            commit(
-                ctx,
-                ApplyPatchTool::NAME,
-                change,
-                &file.loaded,
-                file.new.as_deref().map(str::as_bytes),
-            )
-        })();
-        if let Err(err) = result {
-            let restored = rollback(ctx, &done);
-            journal.remove_change(change);
-            return Err(ToolError::failed(format!(
-                "writing `{}` failed: {err}. {}",
-                file.loaded.resolved.display(),
-                restored
-            )));
+    for file in &order {
+        if !file.loaded.exists() {
+            create_parents(&file.loaded.resolved)?;
         }
-        done.push(file);
     }
+    let files: Vec<(&Loaded, Option<&[u8]>)> = order
+        .iter()
+        .map(|c| (&c.loaded, c.new.as_deref().map(str::as_bytes)))
+        .collect();
+    commit_many(ctx, ApplyPatchTool::NAME, change, &files)?;
     Ok(())
-}
-
-/// Puts back what the files were before; says how that went.
-fn rollback(ctx: &ToolContext, done: &[&FileChange]) -> String {
-    let mut failed = Vec::new();
-    for file in done.iter().rev() {
-        let resolved = &file.loaded.resolved;
-        let result = match &file.loaded.bytes {
-            Some(bytes) => write_atomic(resolved, bytes, file.loaded.ownership).map(|_| ()),
-            None => remove_file(resolved),
-        };
-        match result {
-            Ok(()) => ctx.session().files().forget(&resolved.path),
-            Err(err) => failed.push(format!("`{}` ({err})", resolved.display())),
-        }
-    }
-    if failed.is_empty() {
-        String::from("Nothing was changed: the files already written were restored.")
-    } else {
-        format!(
-            "Some files could not be restored and differ from before: {}",
-            failed.join(", ")
-        )
-    }
 }
 
 fn report(plan: &[FileChange]) -> ToolOutput {
@@ -425,7 +451,7 @@ fn report(plan: &[FileChange]) -> ToolOutput {
             .map(|t| crate::fs::ContentHash::of(t.as_bytes()).to_string());
         let (action, moved_to) = match &change.action {
             Action::Added => ("added", None),
-            Action::Updated => ("updated", None),
+            Action::Replaced | Action::Updated => ("updated", None),
             Action::Deleted => ("deleted", None),
             Action::MovedAway { to } => ("moved", Some(to.clone())),
         };

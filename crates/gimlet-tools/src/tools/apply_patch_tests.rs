@@ -34,8 +34,20 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// Runs every folder of `fixtures/apply_patch` (`input/`, `patch.txt`, `expected/`, and for
-/// refusals `error.txt`): the tree after the call must equal `expected/` byte for byte.
+/// Reads the files a scenario's `read.txt` lists (one path a line), as a model would before
+/// replacing them.
+async fn read_first(ws: &TestWorkspace, scenario: &Path) {
+    let Ok(list) = std::fs::read_to_string(scenario.join("read.txt")) else {
+        return;
+    };
+    for path in list.lines().filter(|l| !l.trim().is_empty()) {
+        ws.call("read", json!({ "path": path })).await.unwrap();
+    }
+}
+
+/// Runs every folder of `fixtures/apply_patch` (`input/`, `patch.txt`, `expected/`, for
+/// refusals `error.txt`, and `read.txt` for files read first): the tree after the call must
+/// equal `expected/` byte for byte.
 #[tokio::test]
 async fn scenarios_on_disk() {
     let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/apply_patch");
@@ -49,6 +61,7 @@ async fn scenarios_on_disk() {
         let name = scenario.file_name().unwrap().to_string_lossy().into_owned();
         let ws = TestWorkspace::new();
         copy_tree(&scenario.join("input"), &ws.root());
+        read_first(&ws, &scenario).await;
         let patch = std::fs::read_to_string(scenario.join("patch.txt")).unwrap();
         let result = ws.call("apply_patch", json!({ "patch": patch })).await;
         match (
@@ -68,6 +81,118 @@ async fn scenarios_on_disk() {
         }
         assert_eq!(tree(&ws.root()), tree(&scenario.join("expected")), "{name}");
     }
+}
+
+/// How one ported reference case came out.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Tally {
+    /// Applied, with the reference's bytes.
+    applied: usize,
+    /// Applied, with a documented difference (`codex/` holds the reference's result).
+    different: usize,
+    /// Refused, as the reference refuses too.
+    refused: usize,
+    /// Refused where the reference applies.
+    refused_only_here: usize,
+}
+
+/// The port of Codex's own scenarios (`fixtures/codex_apply_patch`, see its README): every case
+/// gimlet applies gives Codex's bytes or a documented better result, and every refusal says
+/// why.
+#[tokio::test]
+async fn codex_scenarios() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/codex_apply_patch");
+    let mut scenarios: Vec<PathBuf> = std::fs::read_dir(&base)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    scenarios.sort();
+    let mut tally = Tally::default();
+    for scenario in &scenarios {
+        let name = scenario.file_name().unwrap().to_string_lossy().into_owned();
+        let ws = TestWorkspace::new();
+        copy_tree(&scenario.join("input"), &ws.root());
+        read_first(&ws, scenario).await;
+        let patch = std::fs::read_to_string(scenario.join("patch.txt")).unwrap();
+        let result = ws.call("apply_patch", json!({ "patch": patch })).await;
+        let error = std::fs::read_to_string(scenario.join("error.txt")).ok();
+        let codex = scenario.join("codex");
+        let note = std::fs::read_to_string(scenario.join("note.txt")).unwrap_or_default();
+        match (&result, &error) {
+            (Ok(_), None) if codex.is_dir() => {
+                assert!(!note.is_empty(), "{name}: a difference needs a note.txt");
+                assert_ne!(tree(&codex), tree(&scenario.join("expected")), "{name}");
+                tally.different += 1;
+            }
+            (Ok(_), None) => tally.applied += 1,
+            (Err(err), Some(needle)) => {
+                let err = err.to_string();
+                assert!(
+                    err.contains(needle.trim()),
+                    "{name}: `{err}` lacks `{}`",
+                    needle.trim()
+                );
+                if note.starts_with("Codex refuses too") || note.starts_with("Both refuse") {
+                    tally.refused += 1;
+                } else {
+                    tally.refused_only_here += 1;
+                }
+            }
+            (Ok(out), Some(_)) => panic!("{name}: should have failed, got {}", out.joined_text()),
+            (Err(err), None) => panic!("{name}: {err}"),
+        }
+        assert_eq!(tree(&ws.root()), tree(&scenario.join("expected")), "{name}");
+    }
+    // All 23 of Codex's scenarios: 14 applied with Codex's bytes (two of them after the read
+    // that replacing an existing file needs), one with the file's final-newline state kept, and
+    // eight refused as Codex refuses them (one where Codex leaves a partial change behind).
+    assert_eq!(scenarios.len(), 23);
+    assert_eq!(
+        tally,
+        Tally {
+            applied: 14,
+            different: 1,
+            refused: 8,
+            refused_only_here: 0,
+        }
+    );
+}
+
+#[tokio::test]
+async fn replacing_a_file_needs_a_read_and_no_change_since() {
+    let ws = TestWorkspace::new();
+    ws.write("a.txt", "one\n");
+    let add = "*** Begin Patch\n*** Add File: a.txt\n+two\n*** End Patch\n";
+    let err = ws.error("apply_patch", json!({ "patch": add })).await;
+    assert!(err.contains("has not been read in this session"), "{err}");
+    ws.text("read", json!({"path": "a.txt"})).await;
+    ws.write("a.txt", "one\nchanged\n");
+    let err = ws.error("apply_patch", json!({ "patch": add })).await;
+    assert!(
+        err.contains("changed on disk since this session read it"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root().join("a.txt")).unwrap(),
+        "one\nchanged\n"
+    );
+    ws.text("read", json!({"path": "a.txt"})).await;
+    let out = ws
+        .call("apply_patch", json!({ "patch": add }))
+        .await
+        .unwrap();
+    assert!(
+        out.joined_text()
+            .contains("M a.txt (replaced whole) (+1 -2)"),
+        "{}",
+        out.joined_text()
+    );
+    assert_eq!(out.structured.unwrap()["files"][0]["action"], "updated");
+    assert_eq!(
+        std::fs::read_to_string(ws.root().join("a.txt")).unwrap(),
+        "two\n"
+    );
 }
 
 #[tokio::test]

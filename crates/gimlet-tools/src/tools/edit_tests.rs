@@ -87,6 +87,24 @@ async fn table_of_edits() {
             json!({"old_string": "", "new_string": "filled\n"}),
             Ok(b"filled\n"),
         ),
+        // A file holding only a BOM counts as empty, and keeps its BOM.
+        (
+            b"\xef\xbb\xbf",
+            json!({"old_string": "", "new_string": "filled\n"}),
+            Ok(b"\xef\xbb\xbffilled\n"),
+        ),
+        // A fallback match of `old_string`'s final newline at the end of a file that has none:
+        // the file keeps having none.
+        (
+            b"fn a() {\n    x();\n}",
+            json!({"old_string": "fn a() {\n  x();\n}\n", "new_string": "fn a() {\n  y();\n}\n"}),
+            Ok(b"fn a() {\n    y();\n}"),
+        ),
+        (
+            b"keep\nlast line   ",
+            json!({"old_string": "last line\n", "new_string": "final line\n"}),
+            Ok(b"keep\nfinal line"),
+        ),
     ];
     for (before, args, expected) in cases {
         let got = edit_case(before, args.clone()).await;
@@ -411,4 +429,63 @@ async fn undo_reverts_a_whole_patch() {
         "g\n"
     );
     assert!(!ws.root().join("b.txt").exists());
+}
+
+/// The port of opencode's edit replacer test table (`fixtures/opencode_edit/cases.json`: each
+/// case with opencode's result, computed from what its `replace` does, and gimlet's). Every
+/// case gimlet applies gives opencode's bytes or a better result whose `why` says how; every
+/// refusal says why.
+#[tokio::test]
+async fn opencode_replacer_table() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/opencode_edit/cases.json");
+    let cases: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let (mut same, mut better, mut refused, mut refused_only_here) = (0, 0, 0, 0);
+    for case in &cases {
+        let n = &case["case"];
+        let mut args = json!({"old_string": case["old_string"], "new_string": case["new_string"]});
+        if let Some(all) = case.get("replace_all") {
+            args["replace_all"] = all.clone();
+        }
+        let content = case["content"].as_str().unwrap().as_bytes();
+        let got = edit_case(content, args).await;
+        let reference = case["opencode"]["result"].as_str();
+        match (&got, case["gimlet"]["result"].as_str()) {
+            (Ok(after), Some(want)) => {
+                assert_eq!(std::str::from_utf8(after).unwrap(), want, "case {n}");
+                match reference {
+                    Some(r) if r == want => same += 1,
+                    Some(_) => {
+                        assert!(
+                            case["why"].is_string(),
+                            "case {n}: a difference needs a why"
+                        );
+                        better += 1;
+                    }
+                    None => panic!("case {n}: applied where opencode refuses"),
+                }
+            }
+            (Err(err), None) => {
+                let needle = case["gimlet"]["error"].as_str().unwrap();
+                assert!(err.contains(needle), "case {n}: `{err}` lacks `{needle}`");
+                if reference.is_some() {
+                    assert!(
+                        case["why"].is_string(),
+                        "case {n}: a refusal opencode applies needs a why"
+                    );
+                    refused_only_here += 1;
+                } else {
+                    refused += 1;
+                }
+            }
+            _ => panic!("case {n}: got {got:?}"),
+        }
+    }
+    // 43 cases: 24 with opencode's bytes; 7 where gimlet keeps the indentation opencode loses;
+    // 6 refused as opencode refuses them; 6 first-and-last-line anchor matches with another
+    // middle that opencode applies (writing broken code in 3) and gimlet refuses.
+    assert_eq!(
+        (cases.len(), same, better, refused, refused_only_here),
+        (43, 24, 7, 6, 6)
+    );
 }

@@ -34,6 +34,9 @@ const DEFAULT_FILES: usize = 100;
 const DEFAULT_LINES: usize = 200;
 /// Context lines at most, each side.
 const MAX_CONTEXT: usize = 50;
+/// Memory one file's search may hold: the longest line searched (and, with `multiline`, the
+/// largest file). A line over it is reported, not loaded whole.
+pub(crate) const HEAP_LIMIT: usize = 32 * 1024 * 1024;
 
 /// What `grep` returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
@@ -274,6 +277,7 @@ fn grep(args: &GrepArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let limit = args.limit();
     let mut builder = SearcherBuilder::new();
     builder
+        .heap_limit(Some(HEAP_LIMIT))
         .binary_detection(BinaryDetection::quit(b'\0'))
         .line_number(true)
         .multi_line(args.multiline.unwrap_or(false))
@@ -281,6 +285,7 @@ fn grep(args: &GrepArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         .after_context(after);
     let page = Page::new(args, ctx, &resolved, limit, offset);
     let search = Search {
+        too_long: Mutex::new(Vec::new()),
         samples_left: std::sync::atomic::AtomicUsize::new(MAX_SAMPLES),
         resolved: &resolved,
         display_base: resolved.display(),
@@ -326,6 +331,8 @@ fn grep(args: &GrepArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
 
 /// What every file of one call is searched with.
 struct Search<'a> {
+    /// Files whose search stopped at a line over [`HEAP_LIMIT`] (shown paths).
+    too_long: Mutex<Vec<String>>,
     /// Structured-result matches still wanted (shared by the worker threads).
     samples_left: std::sync::atomic::AtomicUsize,
     resolved: &'a ResolvedPath,
@@ -348,6 +355,7 @@ impl Search<'_> {
             display_base: &self.display_base,
             direct,
             samples_left: &self.samples_left,
+            too_long: &self.too_long,
         };
         search_file(&target, found, self.matcher, searcher, self.mode, cap)
     }
@@ -422,6 +430,7 @@ fn search_in_order(
     if ctx.is_cancelled() {
         return Err(ToolError::Cancelled);
     }
+    page.too_long = take_too_long(search);
     Ok(page.finish(searched))
 }
 
@@ -502,7 +511,20 @@ fn search_everything(
     for (rel, matches, _) in hits {
         page.add(&rel, matches, Vec::new());
     }
+    page.too_long = take_too_long(search);
     Ok(page.finish(searched))
+}
+
+/// The files whose search stopped at an over-long line, sorted.
+fn take_too_long(search: &Search<'_>) -> Vec<String> {
+    let mut files = std::mem::take(
+        &mut *search
+            .too_long
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    files.sort();
+    files
 }
 
 fn is_dir(resolved: &ResolvedPath) -> Result<bool, ToolError> {
@@ -533,6 +555,7 @@ struct Target<'a> {
     /// Format lines directly (no paging).
     direct: bool,
     samples_left: &'a std::sync::atomic::AtomicUsize,
+    too_long: &'a Mutex<Vec<String>>,
 }
 
 fn search_file(
@@ -572,8 +595,18 @@ fn search_file(
         pending_break: false,
         direct,
     };
-    if searcher.search_file(matcher, &file, &mut sink).is_err() {
-        return FileResult::Skipped;
+    if let Err(err) = searcher.search_file(matcher, &file, &mut sink) {
+        // grep-searcher's heap limit: a line (or, with `multiline`, a file) too big to hold.
+        // What was found before it stands; the file is reported.
+        if err.kind() != std::io::ErrorKind::Other || !err.to_string().contains("allocation limit")
+        {
+            return FileResult::Skipped;
+        }
+        target
+            .too_long
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(display_path(target.display_base, &found.rel));
     }
     match sink.direct {
         Some(direct) => FileResult::Formatted {
@@ -678,8 +711,19 @@ struct Collect<'m> {
 impl Sink for Collect<'_> {
     type Error = std::io::Error;
 
-    fn matched(&mut self, _searcher: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, Self::Error> {
-        self.matches += 1;
+    fn matched(&mut self, searcher: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, Self::Error> {
+        if self.mode == OutputMode::Count && searcher.multi_line_with_matcher(self.matcher) {
+            // A multi-line match is no line: count the matches it holds, as `rg -c -U` does
+            // (adjacent matches come in one piece).
+            let mut found = 0u64;
+            let _ = self.matcher.find_iter(mat.bytes(), |_| {
+                found += 1;
+                true
+            });
+            self.matches += found.max(1);
+        } else {
+            self.matches += 1;
+        }
         if let Some(direct) = &mut self.direct {
             if std::mem::take(&mut self.pending_break) {
                 direct.text.extend_from_slice(b"--\n");
@@ -736,33 +780,61 @@ impl Sink for Collect<'_> {
     }
 }
 
-/// A line as shown: without its ending, and cut around the match when long.
+/// A line as shown: without its ending, and cut around the match when long. A long line is
+/// never decoded whole: only the part shown is.
 fn shown_line(bytes: &[u8], matcher: &RegexMatcher) -> String {
     let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
     let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
-    let text = String::from_utf8_lossy(bytes);
     if bytes.len() <= MAX_LINE_CHARS {
-        return text.into_owned();
+        return String::from_utf8_lossy(bytes).into_owned();
     }
-    let chars = text.chars().count();
+    let chars = count_chars(bytes);
     if chars <= MAX_LINE_CHARS {
-        return text.into_owned();
+        return String::from_utf8_lossy(bytes).into_owned();
     }
     let at = matcher.find(bytes).ok().flatten().map_or(0, |m| m.start());
-    let at_char = text.char_indices().take_while(|(i, _)| *i < at).count();
+    let at_char = count_chars(&bytes[..at]);
     let start = at_char.saturating_sub(MAX_LINE_CHARS / 3);
     let end = (start + MAX_LINE_CHARS).min(chars);
     let start = end.saturating_sub(MAX_LINE_CHARS);
-    let middle: String = text.chars().skip(start).take(end - start).collect();
+    let middle = &bytes[byte_of_char(bytes, start)..byte_of_char(bytes, end)];
     let mut out = String::new();
     if start > 0 {
         let _ = write!(out, "[... {start} chars] ");
     }
-    out.push_str(&middle);
+    out.push_str(&String::from_utf8_lossy(middle));
     if end < chars {
         let _ = write!(out, " [{} chars ...]", chars - end);
     }
     out
+}
+
+/// Characters in UTF-8 bytes (each byte that starts one).
+fn count_chars(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| (b & 0xC0) != 0x80).count()
+}
+
+/// The byte offset where character `n` starts (the end for `n` past the last).
+fn byte_of_char(bytes: &[u8], n: usize) -> usize {
+    bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| (**b & 0xC0) != 0x80)
+        .nth(n)
+        .map_or(bytes.len(), |(i, _)| i)
+}
+
+/// The buffer a page is written into: everything the output limits may show stays in memory
+/// (the rest streams to a spill file), so raised limits are honoured whole.
+fn output_buffer(ctx: &ToolContext) -> OutputBuffer {
+    let limits = ctx.env().limits();
+    let keep = DEFAULT_KEEP.max(limits.max_bytes.saturating_add(1));
+    let buffer = OutputBuffer::new(ctx.env().spill(), keep);
+    match limits.mode {
+        // Shown from the start: the end need not be kept whole.
+        crate::tool::TruncationMode::Head => buffer.with_tail(64 * 1024),
+        crate::tool::TruncationMode::Tail | crate::tool::TruncationMode::HeadTail => buffer,
+    }
 }
 
 /// The page being built, in result order.
@@ -779,6 +851,8 @@ struct Page<'a> {
     out: OutputBuffer,
     structured: Vec<Value>,
     files_with_results: usize,
+    /// Files whose search stopped at a line over [`HEAP_LIMIT`].
+    too_long: Vec<String>,
 }
 
 impl<'a> Page<'a> {
@@ -798,9 +872,10 @@ impl<'a> Page<'a> {
             seen: 0,
             shown: 0,
             more: false,
-            out: OutputBuffer::new(ctx.env().spill(), DEFAULT_KEEP),
+            out: output_buffer(ctx),
             structured: Vec::new(),
             files_with_results: 0,
+            too_long: Vec::new(),
         }
     }
 
@@ -964,6 +1039,15 @@ impl<'a> Page<'a> {
                 None => format!("[{what} {first}-{last} of {}{order}]", self.seen),
             }
         };
+        let mut notes = String::new();
+        for path in &self.too_long {
+            let _ = writeln!(
+                notes,
+                "[`{path}`: a line longer than {} MiB was not searched, nor anything after it]",
+                HEAP_LIMIT / (1024 * 1024)
+            );
+        }
+        let footer = format!("{notes}{footer}");
         if text.spill.is_none() {
             text.head.push_str(&footer);
             text.total_bytes = text.head.len() as u64;

@@ -364,3 +364,122 @@ async fn searches_report_progress() {
         );
     }
 }
+
+/// A workspace with these output limits, holding `files` files of `lines` matching lines each.
+fn tree_with_limits(limits: crate::OutputLimits, files: usize, lines: usize) -> TestWorkspace {
+    let ws = TestWorkspace::custom(move |b| b.limits(limits));
+    for f in 0..files {
+        let body: String = (0..lines)
+            .map(|i| format!("if err != nil {{ return err }} // {f}.{i}\n"))
+            .collect();
+        ws.write(&format!("pkg{f:04}/some/longer/path/file.go"), &body);
+    }
+    ws
+}
+
+#[tokio::test]
+async fn raised_output_limits_are_honoured_in_content_mode() {
+    // See issue 22: with 1e8 lines and 1 GiB allowed, content mode stopped after 1 MiB.
+    let limits = crate::OutputLimits {
+        max_lines: 100_000_000,
+        max_bytes: 1 << 30,
+        mode: crate::TruncationMode::Head,
+    };
+    let ws = tree_with_limits(limits, 300, 100); // 30,000 lines, about 2.7 MB
+    let out = ws
+        .call(
+            "grep",
+            json!({"pattern": "err != nil", "output_mode": "content", "head_limit": 0}),
+        )
+        .await
+        .unwrap();
+    assert!(out.truncated.is_none());
+    let text = out.joined_text();
+    assert!(text.len() > 2 << 20, "{}", text.len());
+    let shown = text
+        .lines()
+        .filter(|l| l.contains(":if err != nil"))
+        .count();
+    assert_eq!(shown, 30_000);
+    assert!(
+        text.ends_with("[matching lines 1-30000 of 30000]"),
+        "{}",
+        &text[text.len() - 200..]
+    );
+}
+
+#[tokio::test]
+async fn the_notice_names_the_limit_that_cut_and_no_line_is_cut_in_its_path() {
+    let by_bytes = crate::OutputLimits {
+        max_lines: 100_000_000,
+        max_bytes: 1536 * 1024,
+        mode: crate::TruncationMode::Head,
+    };
+    let by_lines = crate::OutputLimits {
+        max_lines: 20_000,
+        max_bytes: 1 << 30,
+        mode: crate::TruncationMode::Head,
+    };
+    for (limits, limit) in [
+        (by_bytes, "(1536 KiB limit)"),
+        (by_lines, "(20000 line limit)"),
+    ] {
+        let ws = tree_with_limits(limits, 300, 100);
+        let out = ws
+            .call(
+                "grep",
+                json!({"pattern": "err != nil", "output_mode": "content", "head_limit": 0}),
+            )
+            .await
+            .unwrap();
+        let text = out.joined_text();
+        let notice = text
+            .lines()
+            .find(|l| l.starts_with("[Output truncated"))
+            .unwrap();
+        assert!(notice.contains(limit), "{notice}");
+        // Every result line shown is whole: path, line number, text.
+        for line in text
+            .lines()
+            .filter(|l| !l.starts_with('[') && !l.is_empty() && *l != "--")
+        {
+            assert!(
+                line.starts_with("pkg")
+                    && line.contains("/file.go:")
+                    && line.ends_with(|c: char| c.is_ascii_digit()),
+                "{line:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn multiline_counts_each_match() {
+    let ws = TestWorkspace::new();
+    ws.write("m.txt", "a\nb\nc\nstart\nend\nstart\nend\nx\n");
+    let out = ws
+        .text(
+            "grep",
+            json!({"pattern": "start.end", "multiline": true, "output_mode": "count"}),
+        )
+        .await;
+    assert!(out.starts_with("m.txt:2\n"), "{out}");
+    // Without multiline, count stays matching lines.
+    let out = ws
+        .text(
+            "grep",
+            json!({"pattern": "start|end", "output_mode": "count"}),
+        )
+        .await;
+    assert!(out.starts_with("m.txt:4\n"), "{out}");
+}
+
+#[test]
+fn long_lines_are_cut_without_decoding_them_whole() {
+    let matcher = grep_regex::RegexMatcher::new("needle").unwrap();
+    let line = format!("{}needle{}", "é".repeat(5000), "x".repeat(5000));
+    let shown = super::shown_line(line.as_bytes(), &matcher);
+    assert!(shown.starts_with("[... 4900 chars] "), "{shown}");
+    assert!(shown.ends_with(" [4806 chars ...]"), "{shown}");
+    assert!(shown.contains("éneedlex"));
+}

@@ -2,7 +2,6 @@
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
-use std::time::SystemTime;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -10,9 +9,7 @@ use serde_json::json;
 
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
-use crate::fs::{
-    ContentHash, FileStamp, Journal, JournalEntry, create_parents, load, remove_file, write_atomic,
-};
+use crate::fs::{Journal, JournalEntry, commit_files, create_parents, load};
 use crate::permission::Access;
 use crate::text::{Document, render_diff};
 use crate::tool::{Tool, ToolFlags, ToolOutput};
@@ -112,33 +109,24 @@ fn revert(ctx: &ToolContext, entries: &[JournalEntry]) -> Result<ToolOutput, Too
         }
         current.push(loaded);
     }
+    for (entry, loaded) in entries.iter().zip(&current) {
+        if entry.before.is_some() && !loaded.exists() {
+            create_parents(&loaded.resolved)?;
+        }
+    }
+    // Every file back, or none, each only if it is still as checked above.
+    let files: Vec<_> = entries
+        .iter()
+        .zip(&current)
+        .map(|(entry, loaded)| (loaded, entry.before.as_deref(), entry.ownership))
+        .collect();
+    commit_files(ctx, &files)?;
     let mut text = String::new();
     for (entry, loaded) in entries.iter().zip(&current) {
         let before_text = loaded
             .bytes
             .as_ref()
             .map_or_else(String::new, |b| normalized(b));
-        match &entry.before {
-            Some(bytes) => {
-                if !loaded.exists() {
-                    create_parents(&loaded.resolved)?;
-                }
-                let meta = write_atomic(&loaded.resolved, bytes, entry.ownership)?;
-                ctx.session().files().record(
-                    &entry.path,
-                    FileStamp {
-                        hash: ContentHash::of(bytes),
-                        size: bytes.len() as u64,
-                        modified: meta.modified().ok(),
-                        seen_at: SystemTime::now(),
-                    },
-                );
-            }
-            None => {
-                remove_file(&loaded.resolved)?;
-                ctx.session().files().forget(&entry.path);
-            }
-        }
         let after_text = entry
             .before
             .as_ref()

@@ -1,0 +1,274 @@
+use std::os::unix::fs::PermissionsExt;
+
+use super::*;
+use crate::fs::RootSet;
+use crate::testutil::TestWorkspace;
+
+fn resolve(ws: &TestWorkspace, path: &str) -> ResolvedPath {
+    RootSet::open([ws.root()]).unwrap().resolve(path).unwrap()
+}
+
+fn leftovers(ws: &TestWorkspace) -> Vec<String> {
+    std::fs::read_dir(ws.root())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".gimlet-"))
+        .collect()
+}
+
+#[test]
+fn replaces_content_and_keeps_the_mode() {
+    let ws = TestWorkspace::new();
+    let path = ws.write("run.sh", "old");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o751)).unwrap();
+    write_atomic(&resolve(&ws, "run.sh"), b"new content", None).unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "new content");
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777,
+        0o751
+    );
+    assert!(leftovers(&ws).is_empty());
+}
+
+#[test]
+fn creates_new_files_and_parents() {
+    let ws = TestWorkspace::new();
+    let resolved = resolve(&ws, "a/b/c.txt");
+    assert_eq!(create_parents(&resolved).unwrap(), 2);
+    write_atomic(&resolved, b"x", None).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(ws.root().join("a/b/c.txt")).unwrap(),
+        "x"
+    );
+}
+
+#[test]
+fn refuses_hard_links_fifos_and_directories_leaving_them_alone() {
+    let ws = TestWorkspace::new();
+    let path = ws.write("linked.txt", "keep");
+    std::fs::hard_link(&path, ws.root().join("other.txt")).unwrap();
+    let err = write_atomic(&resolve(&ws, "linked.txt"), b"new", None).unwrap_err();
+    assert!(
+        matches!(err, WriteError::HardLinked { links: 2, .. }),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "keep");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        ws.root().join("pipe"),
+        FileType::Fifo,
+        Mode::from(0o600),
+        0,
+    )
+    .unwrap();
+    let err = write_atomic(&resolve(&ws, "pipe"), b"new", None).unwrap_err();
+    assert!(
+        matches!(err, WriteError::NotRegular { kind: "FIFO", .. }),
+        "{err}"
+    );
+    ws.mkdir("dir");
+    let err = write_atomic(&resolve(&ws, "dir"), b"new", None).unwrap_err();
+    assert!(matches!(err, WriteError::Directory { .. }), "{err}");
+    assert!(leftovers(&ws).is_empty());
+}
+
+#[test]
+fn a_failed_write_leaves_the_old_file_and_no_temp_file() {
+    let ws = TestWorkspace::new();
+    let path = ws.write("ro/file.txt", "old");
+    let resolved = resolve(&ws, "ro/file.txt");
+    // A read-only directory: the temp file cannot be created (root ignores permissions,
+    // so also try a target whose parent vanished).
+    std::fs::set_permissions(ws.root().join("ro"), std::fs::Permissions::from_mode(0o555)).unwrap();
+    let result = write_atomic(&resolved, b"new", None);
+    std::fs::set_permissions(ws.root().join("ro"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    if result.is_err() {
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
+    }
+    std::fs::remove_dir_all(ws.root().join("ro")).unwrap();
+    assert!(write_atomic(&resolved, b"new", None).is_err());
+    assert!(!path.exists());
+    assert!(leftovers(&ws).is_empty());
+}
+
+#[test]
+fn remove_refuses_missing_files() {
+    let ws = TestWorkspace::new();
+    ws.write("gone.txt", "x");
+    remove_file(&resolve(&ws, "gone.txt")).unwrap();
+    assert!(matches!(
+        remove_file(&resolve(&ws, "gone.txt")),
+        Err(WriteError::Path(PathError::NotFound { .. }))
+    ));
+}
+
+fn expected_of(path: &std::path::Path) -> Expected {
+    let meta = std::fs::metadata(path).unwrap();
+    Expected::File {
+        id: FileId::of(&meta),
+        hash: ContentHash::of(&std::fs::read(path).unwrap()),
+    }
+}
+
+#[test]
+fn temporaries_have_the_final_owner_and_mode_before_any_byte() {
+    let ws = TestWorkspace::new();
+    let (dir, _) = open_parent_dir(&resolve(&ws, "f.txt")).unwrap();
+    for mode in [0o600, 0o640, 0o755, 0o4755] {
+        let own = Ownership {
+            mode,
+            uid: rustix::process::getuid().as_raw(),
+            gid: rustix::process::getgid().as_raw(),
+        };
+        let mut temp =
+            TempFile::create(&dir, OsStr::new("f.txt"), b"secret", Some(own), "tmp").unwrap();
+        let meta = temp.file.metadata().unwrap();
+        assert_eq!(meta.mode() & 0o7777, mode, "{mode:o}");
+        assert_eq!(meta.len(), 6);
+        temp.discard(&dir);
+    }
+    // Nothing is left in the directory.
+    assert!(leftovers(&ws).is_empty());
+}
+
+#[test]
+fn an_outside_change_at_the_last_moment_is_kept_and_the_write_refused() {
+    let ws = TestWorkspace::new();
+    let path = ws.write("log.txt", "one\n");
+    let expected = expected_of(&path);
+    // Another program appends after the change was computed.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(b"appended\n")
+        .unwrap();
+    let err = write_checked(&resolve(&ws, "log.txt"), b"ONE\n", None, &expected).unwrap_err();
+    assert!(matches!(err, WriteError::Changed { .. }), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\nappended\n");
+    // Same size, same name, another file (replaced by rename): refused too.
+    let expected = expected_of(&path);
+    let other = ws.write("other.txt", "one\nAPPENDED\n");
+    std::fs::rename(&other, &path).unwrap();
+    let err = write_checked(&resolve(&ws, "log.txt"), b"x\n", None, &expected).unwrap_err();
+    assert!(matches!(err, WriteError::Changed { .. }), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\nAPPENDED\n");
+    // Unchanged: it goes in.
+    let expected = expected_of(&path);
+    write_checked(&resolve(&ws, "log.txt"), b"new\n", None, &expected).unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
+    // A file created where none was expected is not overwritten.
+    ws.write("late.txt", "theirs");
+    let err =
+        write_checked(&resolve(&ws, "late.txt"), b"mine", None, &Expected::Absent).unwrap_err();
+    assert!(matches!(err, WriteError::Changed { .. }), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(ws.root().join("late.txt")).unwrap(),
+        "theirs"
+    );
+    // A removal of a file changed meanwhile leaves it.
+    let expected = expected_of(&path);
+    std::fs::write(&path, "rewritten\n").unwrap();
+    let err = remove_checked(&resolve(&ws, "log.txt"), &expected).unwrap_err();
+    assert!(matches!(err, WriteError::Changed { .. }), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "rewritten\n");
+    assert!(leftovers(&ws).is_empty(), "{:?}", leftovers(&ws));
+}
+
+#[test]
+fn a_sweep_removes_dead_writers_temporaries_and_leaves_live_ones() {
+    let ws = TestWorkspace::new();
+    let dead = ws.write(".big.txt.gimlet-0123456789ab.tmp", "debris");
+    let live = ws.write(".big.txt.gimlet-ba9876543210.tmp", "in use");
+    let txn = ws.write(".a.txt.gimlet-00000000000a.txn", "waits for recovery");
+    let mine = ws.write(".notes.gimlet-zzz.tmp", "not ours: not hex");
+    let holder = File::open(&live).unwrap();
+    rustix::fs::flock(&holder, FlockOperation::LockExclusive).unwrap();
+    let (dir, _) = open_parent_dir(&resolve(&ws, "x.txt")).unwrap();
+    assert_eq!(sweep(&dir), 1);
+    assert!(!dead.exists());
+    assert!(live.exists() && txn.exists() && mine.exists());
+    drop(holder);
+    assert_eq!(sweep(&dir), 1);
+    assert!(!live.exists() && txn.exists());
+    // The first write into a directory sweeps it.
+    let sub = ws.write("sub/.f.gimlet-aaaaaaaaaaaa.tmp", "debris");
+    write_atomic(&resolve(&ws, "sub/f"), b"x", None).unwrap();
+    assert!(!sub.exists());
+}
+
+#[test]
+fn temporary_names_are_recognised() {
+    assert_eq!(temp_kind(b".big.txt.gimlet-0123456789ab.tmp"), Some("tmp"));
+    assert_eq!(temp_kind(b".a.gimlet-0123456789ab.txn"), Some("txn"));
+    assert_eq!(temp_kind(b"big.txt.gimlet-0123456789ab.tmp"), None);
+    assert_eq!(temp_kind(b".big.txt.gimlet-0123456789a.tmp"), None);
+    assert_eq!(temp_kind(b".x.gimlet-0123456789ag.tmp"), None);
+    let name = temp_name(OsStr::new("big.txt"), "tmp");
+    assert_eq!(temp_kind(name.as_bytes()), Some("tmp"), "{name:?}");
+}
+
+#[test]
+fn named_temporaries_where_files_cannot_be_unnamed() {
+    FORCE_NAMED.with(|f| f.set(true));
+    let ws = TestWorkspace::new();
+    let path = ws.write("a.txt", "one\n");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let expected = expected_of(&path);
+    write_checked(&resolve(&ws, "a.txt"), b"two\n", None, &expected).unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "two\n");
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777,
+        0o600
+    );
+    let expected = expected_of(&path);
+    std::fs::write(&path, "three\n").unwrap();
+    assert!(write_checked(&resolve(&ws, "a.txt"), b"x", None, &expected).is_err());
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "three\n");
+    write_checked(&resolve(&ws, "new.txt"), b"n", None, &Expected::Absent).unwrap();
+    remove_checked(
+        &resolve(&ws, "new.txt"),
+        &expected_of(&ws.root().join("new.txt")),
+    )
+    .unwrap();
+    assert!(leftovers(&ws).is_empty(), "{:?}", leftovers(&ws));
+    FORCE_NAMED.with(|f| f.set(false));
+}
+
+/// Waits up to 5 s for `check` to hold.
+fn eventually(mut check: impl FnMut() -> bool) -> bool {
+    for _ in 0..500 {
+        if check() {
+            return true;
+        }
+        std::thread::park_timeout(std::time::Duration::from_millis(10));
+    }
+    check()
+}
+
+#[test]
+fn an_append_to_the_file_just_replaced_is_carried_over() {
+    let ws = TestWorkspace::new();
+    let path = ws.write("log.txt", "one\n");
+    let expected = expected_of(&path);
+    // A program opened the file (as `echo >> log.txt` does) just before the swap...
+    let mut early = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    write_checked(&resolve(&ws, "log.txt"), b"ONE\n", None, &expected).unwrap();
+    // ... and writes just after: into the file that left the name.
+    early.write_all(b"late\n").unwrap();
+    assert!(
+        eventually(|| std::fs::read_to_string(&path).unwrap() == "ONE\nlate\n"),
+        "{:?}",
+        std::fs::read_to_string(&path)
+    );
+    // An in-place rewrite of the old file is no append: nothing is carried over.
+    let expected = expected_of(&path);
+    let mut early = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    write_checked(&resolve(&ws, "log.txt"), b"TWO\n", None, &expected).unwrap();
+    early.write_all(b"XXXXXXXXXXXX").unwrap();
+    std::thread::park_timeout(std::time::Duration::from_millis(300));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "TWO\n");
+}
