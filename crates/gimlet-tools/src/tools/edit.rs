@@ -118,7 +118,7 @@ pub(crate) fn change_schema() -> JsonObject {
             "hash": {"type": ["string", "null"], "description": "The new content hash, or null when the file was removed."},
             "created": {"type": "boolean"},
             "replacements": {"type": "integer"},
-            "match_levels": {"type": "array", "items": {"type": "string", "enum": ["exact", "trailing_whitespace", "indentation", "punctuation"]}},
+            "match_levels": {"type": "array", "items": {"type": "string", "enum": ["exact", "trailing_whitespace", "indentation", "punctuation", "whitespace", "escapes"]}},
             "added": {"type": "integer", "description": "Lines added."},
             "removed": {"type": "integer", "description": "Lines removed."},
         },
