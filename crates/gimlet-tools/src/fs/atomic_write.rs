@@ -809,21 +809,29 @@ fn carry_over(
     if prefix.finish() != hash {
         return Ok(());
     }
-    let mut tail = vec![0u8; usize::try_from(size - *copied).unwrap_or(0)];
-    file.read_exact_at(&mut tail, *copied)?;
     let flags =
         OFlags::WRONLY | OFlags::APPEND | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let mut target = File::from(rustix::fs::openat(dir, name, flags, Mode::empty())?);
     if !target.metadata()?.is_file() {
         return Ok(());
     }
-    target.write_all(&tail)?;
+    // In pieces of the buffer: what was appended may be large.
+    let start = *copied;
+    while *copied < size {
+        let want =
+            usize::try_from((size - *copied).min(buffer.len() as u64)).unwrap_or(buffer.len());
+        let n = file.read_at(&mut buffer[..want], *copied)?;
+        if n == 0 {
+            break;
+        }
+        target.write_all(&buffer[..n])?;
+        *copied += n as u64;
+    }
     tracing::info!(
         "carried {} bytes appended to {} just as it was replaced",
-        tail.len(),
+        *copied - start,
         name.to_string_lossy()
     );
-    *copied = size;
     Ok(())
 }
 
