@@ -90,6 +90,16 @@ pub enum Access {
 }
 
 impl Access {
+    /// Running the command line `line`, in the sandbox or not: the one place where an
+    /// [`Access::Execute`] is made, so every tool that runs commands is judged alike.
+    pub fn command(line: &str, sandboxed: bool) -> Self {
+        Self::Execute {
+            command: line.to_owned(),
+            parts: crate::shell::split_command(line),
+            sandboxed,
+        }
+    }
+
     /// The string rules are matched against: a path, a command, or a host.
     pub fn subject(&self) -> &str {
         match self {
