@@ -9,5 +9,6 @@ mod more_tools;
 pub(crate) mod permissions;
 mod protocol;
 mod read_ls;
+mod shell;
 mod tools_list;
 mod web;
