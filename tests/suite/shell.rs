@@ -57,11 +57,12 @@ async fn everyday_shell_syntax_runs_in_the_sandbox_without_asking() {
     let root = gimlet.root();
 
     let text = ok_text(&gimlet.call("bash", json!({"command": "echo $(pwd)"})).await);
-    assert!(
-        text.starts_with(&format!("{}\n", root.display())),
-        "{text}"
+    assert!(text.starts_with(&format!("{}\n", root.display())), "{text}");
+    let text = ok_text(
+        &gimlet
+            .call("bash", json!({"command": "echo $((1+2))"}))
+            .await,
     );
-    let text = ok_text(&gimlet.call("bash", json!({"command": "echo $((1+2))"})).await);
     assert!(text.starts_with("3\n"), "{text}");
 
     let write_notes = "cat > notes.txt <<'EOF'\nfirst line\n$(rm -rf /) stays text\nEOF";
@@ -108,10 +109,7 @@ async fn a_deny_rule_holds_through_any_syntax() {
     .enumerate()
     {
         let error = err_text(&gimlet.call("bash", json!({"command": command})).await);
-        assert!(
-            error.contains("denies `git push"),
-            "{command}: {error}"
-        );
+        assert!(error.contains("denies `git push"), "{command}: {error}");
         assert!(
             !root.join(format!("ran{i}")).exists(),
             "{command}: nothing may run"
