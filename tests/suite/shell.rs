@@ -1,6 +1,8 @@
 //! `bash` commands judged by their real structure, over MCP: everyday shell syntax runs in the
 //! sandbox without a question, and a deny rule holds through any syntax.
 
+#![expect(clippy::expect_used, reason = "test helpers fail loudly")]
+
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
