@@ -655,7 +655,7 @@ impl Policy {
                 };
                 return (
                     Verdict::Deny(format!(
-                        "a permission rule ({}) denies `{}`{within}; change the call or the rule in the config file",
+                        "the permission {} denies `{}`{within}; change the call or the rule in the config file",
                         rule.describe(),
                         crate::shell::shorten(matched)
                     )),
