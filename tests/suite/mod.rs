@@ -12,5 +12,6 @@ mod protocol_details;
 mod read_ls;
 mod roots;
 mod shape;
+mod shell;
 mod tools_list;
 mod web;

@@ -102,8 +102,8 @@ pub fn unavailable_message(request: &AskRequest, why: &str) -> String {
             format!("add {rule}, or run gimlet with --mode trusted")
         }
         AskReason::UnparsedCommand => String::from(
-            "write the command without $(...), backticks, eval or here-docs, or run gimlet with \
-             --mode trusted",
+            "write that part out (the command instead of a variable, the code itself instead of \
+             eval, source or sh -c of a variable)",
         ),
         AskReason::Hook => String::from("change the hook that asked"),
     };

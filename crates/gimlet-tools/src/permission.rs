@@ -6,6 +6,11 @@
 //! rules can only move it as written here: a matching `deny` rule denies, a matching `ask` rule
 //! asks, a matching `allow` rule allows what the mode would have asked. Protected paths always
 //! ask, whatever the rules say. Across all accesses of a call, deny beats ask beats allow.
+//!
+//! A command is judged by its simple commands ([`crate::shell`]): a `deny` or `ask` rule that
+//! matches any of them (or the whole line) applies; an `allow` rule allows only when every one
+//! is allowed and no part is unknowable. An unknowable part (`eval "$x"`) asks where the
+//! sandbox is not enforced, or where an `ask` or `deny` rule exists that it could hide.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -15,6 +20,7 @@ use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};
 
 use crate::context::ToolContext;
+use crate::shell::Script;
 use crate::tool::ToolFlags;
 
 /// How much the server may do without asking. Set once, by the user (`--mode`).
@@ -72,13 +78,12 @@ pub enum Access {
     Read(PathAccess),
     /// Creates, changes or deletes a file.
     Write(PathAccess),
-    /// Runs a shell command.
+    /// Runs a shell command. Made by [`Access::command`].
     Execute {
         /// The whole command line.
         command: String,
-        /// Its simple commands, or `None` when the splitter could not understand it
-        /// (substitutions, `eval`, here-docs into shells ...).
-        parts: Option<Vec<String>>,
+        /// What the shell parser found in it: its simple commands and unknowable parts.
+        script: Script,
         /// It will run inside the sandbox.
         sandboxed: bool,
     },
@@ -90,6 +95,16 @@ pub enum Access {
 }
 
 impl Access {
+    /// Running the command line `line`, in the sandbox or not: the one place where an
+    /// [`Access::Execute`] is made, so every tool that runs commands is judged alike.
+    pub fn command(line: &str, sandboxed: bool) -> Self {
+        Self::Execute {
+            command: line.to_owned(),
+            script: crate::shell::parse(line),
+            sandboxed,
+        }
+    }
+
     /// The string rules are matched against: a path, a command, or a host.
     pub fn subject(&self) -> &str {
         match self {
@@ -103,13 +118,14 @@ impl Access {
     pub fn session_pattern(&self) -> String {
         match self {
             Self::Read(p) | Self::Write(p) => p.path.display().to_string(),
-            Self::Execute { command, parts, .. } => {
-                let first = parts
-                    .as_ref()
-                    .and_then(|p| p.first())
-                    .map_or(command.as_str(), |s| s);
-                command_prefix_pattern(first)
-            }
+            // One simple command: its first words (`cargo test*`). Anything else: this exact
+            // line, since a prefix of one part cannot cover the others.
+            Self::Execute {
+                command, script, ..
+            } => match script.commands.as_slice() {
+                [only] if script.unknowns.is_empty() => command_prefix_pattern(&only.written),
+                _ => glob_escape(command),
+            },
             Self::Network { host } => host.clone(),
         }
     }
@@ -122,6 +138,33 @@ impl Access {
             Self::Network { .. } => "connect to",
         }
     }
+}
+
+/// A glob that matches exactly `text`.
+fn glob_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Whether a glob has no wildcard: it matches one string only.
+fn is_literal_glob(pattern: &str) -> bool {
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '*' | '?' | '[' | '{' => return false,
+            _ => {}
+        }
+    }
+    true
 }
 
 /// `cargo test --all` -> `cargo test*`: the first two words, then anything.
@@ -160,7 +203,8 @@ pub enum AskReason {
     Rule,
     /// The command runs without the sandbox.
     Unsandboxed,
-    /// The command could not be split into simple commands.
+    /// Part of the command is only known when it runs (`eval "$x"`, `$CMD`, a sourced file);
+    /// the question names it.
     UnparsedCommand,
     /// A hook asked for confirmation.
     Hook,
@@ -178,7 +222,7 @@ impl AskReason {
             Self::Rule => "a permission rule says to ask",
             Self::Unsandboxed => "the command would run outside the sandbox",
             Self::UnparsedCommand => {
-                "the command uses shell features gimlet cannot check ($(...), backticks, eval, here-docs)"
+                "part of the command is only known when it runs, so gimlet cannot check it against the rules"
             }
             Self::Hook => "a hook asked for confirmation",
             Self::Network => "it reaches the network",
@@ -322,6 +366,11 @@ impl CompiledRule {
             Some(pattern) => format!("rule {action} {} `{pattern}` ({origin})", self.rule.tool),
             None => format!("rule {action} {} ({origin})", self.rule.tool),
         }
+    }
+
+    /// Whether the pattern matches this text (no pattern: everything).
+    fn matches(&self, text: &str) -> bool {
+        self.matcher.as_ref().is_none_or(|m| m.is_match(text))
     }
 
     fn applies(&self, tool: &str, access: &Access) -> bool {
@@ -501,7 +550,18 @@ impl Policy {
         };
         let summary = asks
             .iter()
-            .map(|(_, a)| format!("{} {}", a.verb(), a.subject()))
+            .map(|(reason, a)| match a {
+                // Name the part that cannot be seen.
+                Access::Execute { script, .. } if *reason == AskReason::UnparsedCommand => {
+                    format!(
+                        "{} {} (gimlet cannot see {})",
+                        a.verb(),
+                        a.subject(),
+                        script.describe_unknowns()
+                    )
+                }
+                _ => format!("{} {}", a.verb(), a.subject()),
+            })
             .collect::<Vec<_>>()
             .join(", ");
         let protected = asks.iter().any(|(r, _)| *r == AskReason::ProtectedPath);
@@ -526,35 +586,17 @@ impl Policy {
         if let Verdict::Deny(_) = base {
             return (base, mode());
         }
+        if let Access::Execute {
+            command,
+            script,
+            sandboxed,
+        } = access
+        {
+            return self.judge_command(tool, command, script, *sandboxed, base);
+        }
         let strongest = self.strongest_rule(tool, access);
-        let whole = strongest.map(|r| r.rule.action);
-        let (action, rule) = match access {
-            // `git status*` must not allow `git status && rm -rf /`: a compound command is
-            // allowed only when each of its parts is.
-            Access::Execute {
-                parts: Some(parts), ..
-            } if parts.len() > 1 => {
-                let per_part = self.judge_parts(tool, access);
-                let whole = whole.filter(|a| *a != RuleAction::Allow);
-                if whole >= per_part {
-                    (whole, strongest.map(CompiledRule::describe))
-                } else {
-                    (
-                        per_part,
-                        per_part.map(|a| format!("{} rules on each part", a.as_str())),
-                    )
-                }
-            }
-            // What the splitter cannot read can never be allowed by a rule.
-            Access::Execute { parts: None, .. } => (
-                whole.filter(|a| *a != RuleAction::Allow),
-                strongest.map(CompiledRule::describe),
-            ),
-            _ => (whole, strongest.map(CompiledRule::describe)),
-        };
-        let rule = rule.unwrap_or_else(mode);
-        let unparsed = matches!(access, Access::Execute { parts: None, .. });
-        match action {
+        let rule = strongest.map_or_else(mode, CompiledRule::describe);
+        match strongest.map(|r| r.rule.action) {
             Some(RuleAction::Deny) => (
                 Verdict::Deny(format!(
                     "a permission rule denies `{tool}` on `{}`; change the call or the rule in the config file",
@@ -562,58 +604,109 @@ impl Policy {
                 )),
                 rule,
             ),
-            Some(RuleAction::Ask) => (self.ask_or_deny(AskReason::Rule, access), rule),
+            Some(RuleAction::Ask) => (self.ask_or_deny(AskReason::Rule, access.subject()), rule),
             _ if matches!(base, Verdict::Ask(AskReason::ProtectedPath)) => (base, mode()),
-            _ if unparsed && self.mode == Mode::Trusted && self.has_restricting_rules(tool) => (
-                Verdict::Deny(format!(
-                    "`{}` uses shell features gimlet cannot check against the deny and ask rules, \
-                     and the trusted mode never asks; write it as simple commands",
-                    access.subject()
-                )),
-                mode(),
-            ),
-            _ if unparsed && self.mode != Mode::Trusted => {
-                (Verdict::Ask(AskReason::UnparsedCommand), mode())
-            }
             Some(RuleAction::Allow) => (Verdict::Allow, rule),
             None => (base, mode()),
         }
     }
 
-    /// For a compound command: the strongest rule over its parts, where `allow` needs every
-    /// part allowed.
-    fn judge_parts(&self, tool: &str, access: &Access) -> Option<RuleAction> {
-        let Access::Execute {
-            parts: Some(parts),
-            sandboxed,
-            ..
-        } = access
-        else {
-            return None;
+    /// A command line: rules apply to each of its simple commands, the strictest winning.
+    fn judge_command(
+        &self,
+        tool: &str,
+        line: &str,
+        script: &Script,
+        sandboxed: bool,
+        base: Verdict,
+    ) -> (Verdict, String) {
+        let mode = || format!("mode {}", self.mode);
+        let applicable = || {
+            self.rules
+                .iter()
+                .filter(move |r| r.rule.tool == "*" || r.rule.tool == tool)
         };
-        if parts.len() < 2 {
-            return None;
+        // The strictest `deny` or `ask` rule matching the line or any of its simple commands,
+        // with what it matched.
+        let mut strictest: Option<(&CompiledRule, &str)> = None;
+        for rule in applicable().filter(|r| r.rule.action != RuleAction::Allow) {
+            let matched = if rule.matches(line) {
+                Some(line)
+            } else {
+                script
+                    .commands
+                    .iter()
+                    .find(|c| rule.matches(&c.text) || rule.matches(&c.written))
+                    .map(|c| c.text.as_str())
+            };
+            if let Some(matched) = matched
+                && strictest.is_none_or(|(r, _)| r.rule.action < rule.rule.action)
+            {
+                strictest = Some((rule, matched));
+            }
         }
-        let actions: Vec<Option<RuleAction>> = parts
-            .iter()
-            .map(|part| {
-                let one = Access::Execute {
-                    command: part.clone(),
-                    parts: Some(vec![part.clone()]),
-                    sandboxed: *sandboxed,
+        let unknown = !script.unknowns.is_empty();
+        match strictest {
+            Some((rule, matched)) if rule.rule.action == RuleAction::Deny => {
+                let within = if matched == line {
+                    String::new()
+                } else {
+                    format!(", which `{}` runs", crate::shell::shorten(line))
                 };
-                self.strongest_rule(tool, &one).map(|r| r.rule.action)
-            })
-            .collect();
-        if actions.contains(&Some(RuleAction::Deny)) {
-            Some(RuleAction::Deny)
-        } else if actions.contains(&Some(RuleAction::Ask)) {
-            Some(RuleAction::Ask)
-        } else if actions.iter().all(|a| *a == Some(RuleAction::Allow)) {
-            Some(RuleAction::Allow)
-        } else {
-            None
+                return (
+                    Verdict::Deny(format!(
+                        "the permission {} denies `{}`{within}; change the call or the rule in the config file",
+                        rule.describe(),
+                        crate::shell::shorten(matched)
+                    )),
+                    rule.describe(),
+                );
+            }
+            Some((rule, _)) => {
+                return (self.ask_or_deny(AskReason::Rule, line), rule.describe());
+            }
+            None => {}
         }
+        if unknown {
+            let restricting = self.has_restricting_rules(tool);
+            if self.mode == Mode::Trusted && restricting {
+                return (
+                    Verdict::Deny(format!(
+                        "gimlet cannot see {} in `{}`, so the deny and ask rules cannot be \
+                         checked against it, and the trusted mode never asks; write that part out",
+                        script.describe_unknowns(),
+                        crate::shell::shorten(line)
+                    )),
+                    mode(),
+                );
+            }
+            // Where the sandbox holds and no rule could be hidden, syntax alone never asks.
+            if self.mode != Mode::Trusted
+                && (restricting || !sandboxed || self.mode == Mode::Strict)
+            {
+                return (Verdict::Ask(AskReason::UnparsedCommand), mode());
+            }
+            return (base, mode());
+        }
+        // `allow` needs every simple command allowed, each by the name it is written with.
+        let mut allowed_by: Vec<String> = Vec::new();
+        let all_allowed = !script.commands.is_empty()
+            && script.commands.iter().all(|command| {
+                let allow = applicable()
+                    .filter(|r| r.rule.action == RuleAction::Allow)
+                    .find(|r| r.matches(&command.written));
+                if let Some(allow) = allow {
+                    let by = allow.describe();
+                    if !allowed_by.contains(&by) {
+                        allowed_by.push(by);
+                    }
+                }
+                allow.is_some()
+            });
+        if all_allowed {
+            return (Verdict::Allow, allowed_by.join(", "));
+        }
+        (base, mode())
     }
 
     fn has_restricting_rules(&self, tool: &str) -> bool {
@@ -624,20 +717,19 @@ impl Policy {
 
     /// In trusted mode nothing asks: what would ask is denied if it is outside the roots,
     /// allowed otherwise.
-    fn ask_or_deny(&self, reason: AskReason, access: &Access) -> Verdict {
+    fn ask_or_deny(&self, reason: AskReason, subject: &str) -> Verdict {
         if self.mode != Mode::Trusted {
             return Verdict::Ask(reason);
         }
         match reason {
             AskReason::OutsideRoots => Verdict::Deny(format!(
-                "`{}` is outside the allowed folders and the trusted mode never asks; \
-                 add the folder with --root",
-                access.subject()
+                "`{subject}` is outside the allowed folders and the trusted mode never asks; \
+                 add the folder with --root"
             )),
             AskReason::Rule => Verdict::Deny(format!(
                 "a permission rule would ask before `{}`, and the trusted mode never asks; \
                  change the rule or use --mode default",
-                access.subject()
+                crate::shell::shorten(subject)
             )),
             AskReason::ProtectedPath => Verdict::Ask(reason),
             AskReason::Mode
@@ -659,7 +751,7 @@ impl Policy {
                 "the server runs in read-only mode; nothing may be changed",
             )),
             Access::Read(p) | Access::Write(p) if !p.inside_roots => {
-                self.ask_or_deny(AskReason::OutsideRoots, access)
+                self.ask_or_deny(AskReason::OutsideRoots, access.subject())
             }
             Access::Read(_) => Verdict::Allow,
             Access::Write(p) if p.protected => Verdict::Ask(AskReason::ProtectedPath),
@@ -673,9 +765,9 @@ impl Policy {
             Access::Execute { .. } if strict => Verdict::Ask(AskReason::Mode),
             Access::Execute {
                 sandboxed: false, ..
-            } => self.ask_or_deny(AskReason::Unsandboxed, access),
+            } => self.ask_or_deny(AskReason::Unsandboxed, access.subject()),
             Access::Execute { .. } => Verdict::Allow,
-            Access::Network { .. } => self.ask_or_deny(AskReason::Network, access),
+            Access::Network { .. } => self.ask_or_deny(AskReason::Network, access.subject()),
         }
     }
 }
@@ -724,16 +816,20 @@ impl Grants {
             t == tool
                 && match access {
                     Access::Read(p) | Access::Write(p) => Path::new(pattern) == p.path,
+                    // Every simple command matches the pattern, or the pattern is this exact
+                    // line ("allow for this session" on a compound or unknowable command).
                     Access::Execute {
-                        parts: Some(parts), ..
+                        command, script, ..
                     } => {
                         let Ok(glob) = Glob::new(pattern) else {
                             return false;
                         };
                         let m = glob.compile_matcher();
-                        parts.iter().all(|part| m.is_match(part))
+                        (is_literal_glob(pattern) && m.is_match(command))
+                            || (script.unknowns.is_empty()
+                                && !script.commands.is_empty()
+                                && script.commands.iter().all(|c| m.is_match(&c.written)))
                     }
-                    Access::Execute { parts: None, .. } => false,
                     Access::Network { host } => host == pattern,
                 }
         })

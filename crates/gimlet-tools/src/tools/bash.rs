@@ -19,7 +19,6 @@ use crate::output::OutputBuffer;
 use crate::permission::{Access, AskReason, Permission};
 use crate::process::{Ending, command_env, shell, spawn};
 use crate::sandbox::{HelperPlan, SANDBOX_FAILED, SandboxPlan, SandboxSetting, protected_paths};
-use crate::shell::split_command;
 use crate::tool::{
     Content, InterruptBehavior, JsonObject, OutputLimits, Tool, ToolFlags, ToolOutput,
     TruncationMode,
@@ -173,11 +172,10 @@ impl Tool for BashTool {
     }
 
     async fn accesses(&self, args: &BashArgs, ctx: &ToolContext) -> Result<Vec<Access>, ToolError> {
-        Ok(vec![Access::Execute {
-            command: args.command.clone(),
-            parts: split_command(&args.command),
-            sandboxed: self.sandboxed(ctx.env()),
-        }])
+        Ok(vec![Access::command(
+            &args.command,
+            self.sandboxed(ctx.env()),
+        )])
     }
 
     async fn execute(&self, args: BashArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -215,11 +213,7 @@ async fn rerun_permission(
     cause: &str,
     first: &Finished,
 ) -> Result<(), ToolError> {
-    let access = Access::Execute {
-        command: args.command.clone(),
-        parts: split_command(&args.command),
-        sandboxed: false,
-    };
+    let access = Access::command(&args.command, false);
     let mut permission = ctx.policy().judge(
         BashTool::NAME,
         BashTool::default().flags(None),

@@ -215,16 +215,12 @@ impl DynTool for CommandTool {
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<Permission, ToolError>> {
         Box::pin(async move {
-            // A read-only tool touches nothing; any other runs a command, judged as one
-            // (strict mode asks, rules on the tool or its command apply).
+            // A read-only tool touches nothing; any other runs its command, judged as `bash`
+            // judges one (strict mode asks, rules on the tool or its commands apply).
             let accesses = if self.flags.read_only {
                 Vec::new()
             } else {
-                vec![Access::Execute {
-                    command: self.command.clone(),
-                    parts: Some(vec![self.command.clone()]),
-                    sandboxed: self.sandboxed(ctx.env()),
-                }]
+                vec![Access::command(&self.command, self.sandboxed(ctx.env()))]
             };
             Ok(ctx.policy().judge(&self.name, self.flags, &accesses, ctx))
         })
