@@ -510,4 +510,28 @@ mod tests {
             "answered by the timeout, not at once"
         );
     }
+
+    #[tokio::test]
+    async fn a_declared_length_over_the_limit_gets_413_at_once() {
+        // A body that would take the whole body timeout to not arrive: the declared length
+        // alone decides.
+        let (addr, _dir) = serve(Duration::from_secs(10), Duration::from_secs(30)).await;
+        let mut stream = tokio::net::TcpStream::connect(addr)
+            .await
+            .expect("a connection");
+        stream
+            .write_all(
+                b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                  Accept: application/json, text/event-stream\r\nContent-Length: 10485760\r\n\r\n{",
+            )
+            .await
+            .expect("a write");
+        let mut answer = vec![0; 512];
+        let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut answer))
+            .await
+            .expect("an answer long before the body timeout")
+            .expect("a read");
+        let answer = String::from_utf8_lossy(&answer[..read]);
+        assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    }
 }
