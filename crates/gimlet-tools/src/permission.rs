@@ -15,6 +15,7 @@ use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};
 
 use crate::context::ToolContext;
+use crate::sandbox::protected::Protected;
 use crate::tool::ToolFlags;
 
 /// How much the server may do without asking. Set once, by the user (`--mode`).
@@ -340,30 +341,12 @@ impl CompiledRule {
     }
 }
 
-/// Paths that always ask before a write, relative to a root (and shell rc files anywhere).
-pub const PROTECTED_PATTERNS: &[&str] = &[
-    ".git/hooks/**",
-    ".git/config",
-    ".mcp.json",
-    ".vscode/**",
-    ".claude/**",
-    ".gimlet*",
-    ".gimlet*/**",
-    "**/.bashrc",
-    "**/.bash_profile",
-    "**/.profile",
-    "**/.zshrc",
-    "**/.zprofile",
-    "**/.zshenv",
-    "**/.config/fish/**",
-];
-
 /// The policy: a mode, rules, grants made during the session, and the protected paths.
 #[derive(Debug)]
 pub struct Policy {
     mode: Mode,
     rules: Vec<CompiledRule>,
-    protected: globset::GlobSet,
+    protected: Protected,
 }
 
 /// A rule whose pattern is not a valid glob.
@@ -384,20 +367,24 @@ impl Default for Policy {
 impl Policy {
     /// A policy with a mode and no rules.
     pub fn new(mode: Mode) -> Self {
-        let mut builder = globset::GlobSetBuilder::new();
-        for pattern in PROTECTED_PATTERNS {
-            if let Ok(glob) = Glob::new(pattern) {
-                builder.add(glob);
-            }
-        }
-        let protected = builder
-            .build()
-            .unwrap_or_else(|_| globset::GlobSet::empty());
         Self {
             mode,
             rules: Vec::new(),
-            protected,
+            protected: Protected::default(),
         }
+    }
+
+    /// Sets the protected list (the built-in one plus the config file's entries): the file
+    /// tools ask before changing what it matches, and sandboxed commands cannot change it.
+    #[must_use]
+    pub fn with_protected(mut self, protected: Protected) -> Self {
+        self.protected = protected;
+        self
+    }
+
+    /// The protected list.
+    pub fn protected(&self) -> &Protected {
+        &self.protected
     }
 
     /// Adds rules. `allow` rules from a [`RuleOrigin::Project`] file are dropped: a project
@@ -443,9 +430,9 @@ impl Policy {
         self.rules.iter().map(|r| (&r.rule, r.origin))
     }
 
-    /// Whether a root-relative path is protected.
+    /// Whether a root-relative path is protected ([`Protected::matches`]).
     pub fn is_protected(&self, relative: &Path) -> bool {
-        self.protected.is_match(relative)
+        self.protected.matches(relative)
     }
 
     fn strongest_rule(&self, tool: &str, access: &Access) -> Option<&CompiledRule> {

@@ -56,9 +56,9 @@ fn run(plan: &HelperPlan) -> i32 {
     // Namespaces first: unsharing a user namespace needs a single-threaded process.
     // Where this fails, protected paths are guarded by the server's check after the command.
     if let Some(sandbox) = &plan.sandbox
-        && !sandbox.read_only.is_empty()
+        && !(sandbox.read_only.is_empty() && sandbox.pinned.is_empty())
     {
-        let _ = enter_mount_namespace(&sandbox.read_only);
+        let _ = enter_mount_namespace(&sandbox.pinned, &sandbox.read_only);
     }
     let _ = rustix::process::setsid();
     let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
@@ -179,8 +179,14 @@ fn reap_all() {
     }
 }
 
-/// A private mount namespace where `read_only` paths are read-only bind mounts of themselves.
-fn enter_mount_namespace(read_only: &[std::path::PathBuf]) -> Result<(), String> {
+/// A private mount namespace where `pinned` paths are bound onto themselves (a mount point
+/// cannot be renamed, removed or replaced) and `read_only` paths are read-only bind mounts of
+/// themselves. Parents are mounted before their children, so a later mount never hides an
+/// earlier one.
+fn enter_mount_namespace(
+    pinned: &[std::path::PathBuf],
+    read_only: &[std::path::PathBuf],
+) -> Result<(), String> {
     use rustix::mount::{
         MountFlags, MountPropagationFlags, mount_bind, mount_change, mount_remount,
     };
@@ -210,13 +216,21 @@ fn enter_mount_namespace(read_only: &[std::path::PathBuf]) -> Result<(), String>
         MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
     )
     .map_err(|e| format!("private mounts: {e}"))?;
-    for path in read_only {
+    let mut mounts: Vec<(&std::path::PathBuf, bool)> = pinned
+        .iter()
+        .map(|p| (p, false))
+        .chain(read_only.iter().map(|p| (p, true)))
+        .collect();
+    mounts.sort_by_key(|(path, read_only)| (path.components().count(), *read_only));
+    for (path, read_only) in mounts {
         if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
             continue;
         }
         mount_bind(path, path).map_err(|e| format!("bind {}: {e}", path.display()))?;
-        mount_remount(path, MountFlags::BIND | MountFlags::RDONLY, "")
-            .map_err(|e| format!("read-only {}: {e}", path.display()))?;
+        if read_only {
+            mount_remount(path, MountFlags::BIND | MountFlags::RDONLY, "")
+                .map_err(|e| format!("read-only {}: {e}", path.display()))?;
+        }
     }
     Ok(())
 }
@@ -303,7 +317,7 @@ fn no_network() -> Result<(), String> {
 /// Sandboxes this process and checks what holds. Mounts come first: a Landlock-restricted
 /// process may not change mounts.
 fn probe() -> Support {
-    let mounts = enter_mount_namespace(&[]).is_ok();
+    let mounts = enter_mount_namespace(&[], &[]).is_ok();
     let landlock = landlock(&[], false).unwrap_or(Enforcement::None);
     let seccomp = no_network().is_ok() && std::net::TcpListener::bind("127.0.0.1:0").is_err();
     // A write outside the (empty) writable set must fail for the rules to count.

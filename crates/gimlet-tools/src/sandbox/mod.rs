@@ -18,8 +18,8 @@
 //! binary.
 
 mod helper;
+pub mod protected;
 
-use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -99,6 +99,9 @@ pub struct SandboxPlan {
     pub writable: Vec<PathBuf>,
     /// Existing protected paths, bind-mounted read-only where mount namespaces work.
     pub read_only: Vec<PathBuf>,
+    /// Git directories, bound onto themselves so that they cannot be renamed or replaced.
+    #[serde(default)]
+    pub pinned: Vec<PathBuf>,
     /// Whether network sockets are allowed.
     pub network: bool,
 }
@@ -240,38 +243,6 @@ fn probe(helper: &Path) -> Support {
     }
 }
 
-/// Protected names at a root's top level.
-const PROTECTED_TOP: &[&str] = &[
-    ".mcp.json",
-    ".vscode",
-    ".claude",
-    ".bashrc",
-    ".bash_profile",
-    ".profile",
-    ".zshrc",
-    ".zprofile",
-    ".zshenv",
-];
-/// Protected names inside a root's `.git`.
-const PROTECTED_GIT: &[&str] = &["hooks", "config"];
-
-/// The protected paths of a root: those that exist (to mount read-only), and those that do
-/// not (to check for after the command).
-pub fn protected_paths(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let mut candidates: BTreeSet<PathBuf> = PROTECTED_TOP.iter().map(|n| root.join(n)).collect();
-    candidates.extend(PROTECTED_GIT.iter().map(|n| root.join(".git").join(n)));
-    if let Ok(entries) = std::fs::read_dir(root) {
-        for entry in entries.flatten() {
-            if entry.file_name().to_string_lossy().starts_with(".gimlet") {
-                candidates.insert(entry.path());
-            }
-        }
-    }
-    candidates
-        .into_iter()
-        .partition(|p| std::fs::symlink_metadata(p).is_ok())
-}
-
 /// The helper's arguments for a plan.
 pub fn helper_args(plan: &HelperPlan) -> Vec<OsString> {
     vec![
@@ -283,18 +254,6 @@ pub fn helper_args(plan: &HelperPlan) -> Vec<OsString> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn protected_paths_split_into_existing_and_missing() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join(".git/hooks")).unwrap();
-        std::fs::write(dir.path().join(".gimlet.toml"), "").unwrap();
-        let (existing, missing) = protected_paths(dir.path());
-        assert!(existing.contains(&dir.path().join(".git/hooks")));
-        assert!(existing.contains(&dir.path().join(".gimlet.toml")));
-        assert!(missing.contains(&dir.path().join(".mcp.json")));
-        assert!(missing.contains(&dir.path().join(".git/config")));
-    }
 
     #[test]
     fn the_probe_answer_is_cached_until_the_helper_changes() {

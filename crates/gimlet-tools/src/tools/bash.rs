@@ -18,7 +18,8 @@ use crate::jobs::Jobs;
 use crate::output::OutputBuffer;
 use crate::permission::{Access, AskReason, Permission};
 use crate::process::{Ending, command_env, shell, spawn};
-use crate::sandbox::{HelperPlan, SANDBOX_FAILED, SandboxPlan, SandboxSetting, protected_paths};
+use crate::sandbox::protected::{Scan, ScanCache};
+use crate::sandbox::{HelperPlan, SANDBOX_FAILED, SandboxPlan, SandboxSetting};
 use crate::shell::split_command;
 use crate::tool::{
     Content, InterruptBehavior, JsonObject, OutputLimits, Tool, ToolFlags, ToolOutput,
@@ -79,9 +80,11 @@ impl Tool for BashTool {
         let sandbox = match self.sandbox.get().copied().unwrap_or_else(|| env.sandbox()) {
             SandboxStatus::Enforced => {
                 "\n\nCommands run in a sandbox: they can read anything, but write only inside the root \
-                 folders and $TMPDIR, and have no network. `.git/hooks`, `.git/config`, `.mcp.json`, \
-                 `.vscode/`, `.claude/` and `.gimlet*` are read-only. A command the sandbox blocks \
-                 says so, and can be run again outside it with the user's approval."
+                 folders and $TMPDIR, and have no network. Files that make git, editors, agents or \
+                 shells run code later are read-only (git's config and hooks, `.mcp.json`, \
+                 `.vscode/`, `.claude/`, `.gitattributes`, `.envrc`, `.npmrc` ...); `git add`, \
+                 `commit`, `checkout` and `stash` work. A command the sandbox blocks says so, and \
+                 can be run again outside it with the user's approval."
             }
             SandboxStatus::Off => "\n\nCommands run without a sandbox (--sandbox off).",
             SandboxStatus::Unavailable => {
@@ -361,12 +364,13 @@ impl Finished {
     }
 }
 
-/// The helper plan of one call, and the protected paths that did not exist before it.
+/// The helper plan of one call, and for a sandboxed one what it protects (to undo what the
+/// command planted, after it). Blocking.
 fn plan(
     args: &BashArgs,
     ctx: &ToolContext,
     sandboxed: bool,
-) -> Result<(HelperPlan, Vec<PathBuf>), ToolError> {
+) -> Result<(HelperPlan, Option<Scan>), ToolError> {
     let workdir = match &args.workdir {
         Some(dir) => ctx.resolve(dir)?.path,
         None => ctx
@@ -376,26 +380,28 @@ fn plan(
             .ok_or_else(|| ToolError::failed("no root folder"))?,
     };
     let settings = &ctx.env().settings().bash;
-    let mut missing = Vec::new();
+    let mut protected = None;
     let sandbox = if sandboxed {
-        let mut writable: Vec<PathBuf> = ctx
+        let roots: Vec<PathBuf> = ctx
             .roots()
             .roots()
             .iter()
             .map(|r| r.path().to_owned())
             .collect();
+        let scan = ctx
+            .session()
+            .state::<ScanCache>()
+            .get(ctx.policy().protected(), &roots);
+        let mut writable = roots;
         writable.push(session_tmp(ctx)?);
-        let mut read_only = Vec::new();
-        for root in ctx.roots().roots() {
-            let (existing, absent) = protected_paths(root.path());
-            read_only.extend(existing);
-            missing.extend(absent);
-        }
-        Some(SandboxPlan {
+        let plan = SandboxPlan {
             writable,
-            read_only,
+            read_only: scan.read_only.clone(),
+            pinned: scan.pinned.clone(),
             network: settings.network,
-        })
+        };
+        protected = Some(scan);
+        Some(plan)
     } else {
         None
     };
@@ -405,7 +411,7 @@ fn plan(
         workdir,
         sandbox,
     };
-    Ok((plan, missing))
+    Ok((plan, protected))
 }
 
 /// The session's private temp directory (removed with the session).
@@ -436,17 +442,20 @@ pub(super) async fn run_foreground(
         .helper()
         .map(std::path::Path::to_owned)
         .ok_or_else(|| ToolError::failed("no command helper configured"))?;
-    let (plan, missing, env) = {
+    let (plan, protected, env, mut notes) = {
         let args = args.clone();
         ctx.blocking(move |ctx| {
-            let (plan, missing) = plan(&args, &ctx, sandboxed)?;
+            // What running background jobs planted goes first: the scan must not take it for
+            // the user's own.
+            let notes = ctx.session().state::<Jobs>().undo_planted();
+            let (plan, protected) = plan(&args, &ctx, sandboxed)?;
             let tmp = if sandboxed {
                 Some(session_tmp(&ctx)?)
             } else {
                 None
             };
             let env = command_env(&ctx.env().settings().bash, tmp.as_deref());
-            Ok((plan, missing, env))
+            Ok((plan, protected, env, notes))
         })
         .await?
     };
@@ -483,9 +492,8 @@ pub(super) async fn run_foreground(
     if outcome.ending == Ending::Cancelled {
         return Err(ToolError::Cancelled);
     }
-    let mut notes = Vec::new();
-    if sandboxed {
-        notes.extend(ctx.blocking(move |_| Ok(remove_created(&missing))).await?);
+    if let Some(protected) = protected {
+        notes.extend(ctx.blocking(move |_| Ok(protected.undo_planted())).await?);
     }
     let output = output.finish();
     if let Ending::Exited(code) = outcome.ending
@@ -507,26 +515,6 @@ pub(super) async fn run_foreground(
     })
 }
 
-/// Protected paths may not be created by sandboxed commands: those that appeared are removed.
-fn remove_created(missing: &[PathBuf]) -> Vec<String> {
-    let mut notes = Vec::new();
-    for path in missing {
-        let Ok(meta) = std::fs::symlink_metadata(path) else {
-            continue;
-        };
-        let removed = if meta.is_dir() {
-            std::fs::remove_dir_all(path)
-        } else {
-            std::fs::remove_file(path)
-        };
-        notes.push(match removed {
-            Ok(()) => format!("The command created {}, a protected path that sandboxed commands may not create; it was removed", path.display()),
-            Err(err) => format!("The command created {}, a protected path; removing it failed: {err}", path.display()),
-        });
-    }
-    notes
-}
-
 async fn start_background(
     args: &BashArgs,
     ctx: &ToolContext,
@@ -538,10 +526,10 @@ async fn start_background(
         .helper()
         .map(std::path::Path::to_owned)
         .ok_or_else(|| ToolError::failed("no command helper configured"))?;
-    let (plan, env) = {
+    let (plan, protected, env) = {
         let args = args.clone();
         ctx.blocking(move |ctx| {
-            let (plan, _) = plan(&args, &ctx, sandboxed)?;
+            let (plan, protected) = plan(&args, &ctx, sandboxed)?;
             let tmp = if sandboxed {
                 Some(session_tmp(&ctx)?)
             } else {
@@ -549,6 +537,7 @@ async fn start_background(
             };
             Ok((
                 plan,
+                protected,
                 command_env(&ctx.env().settings().bash, tmp.as_deref()),
             ))
         })
@@ -557,7 +546,7 @@ async fn start_background(
     let running = spawn(&helper, &plan, &env)
         .map_err(|e| ToolError::io(format!("starting `{}`", args.command), e))?;
     let jobs = ctx.session().state::<Jobs>();
-    let job = jobs.start(running, args.command.clone(), sandboxed, ctx.env().spill());
+    let job = jobs.start(running, args.command.clone(), protected, ctx.env().spill());
     let where_ = if sandboxed {
         "sandboxed"
     } else {
