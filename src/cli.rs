@@ -193,6 +193,7 @@ fn setup(global: &GlobalArgs) -> anyhow::Result<(ToolEnv, ToolRegistry)> {
         .policy(config.policy(global.mode.map(Mode::from))?)
         .limits(config.limits())
         .settings(config.tools.clone())
+        .unix_sockets(config.sandbox.unix_sockets.clone())
         .budget(config.budget);
     if let Some(path) = &global.audit_log {
         let log = AuditLog::open(path)

@@ -277,7 +277,7 @@ async fn the_sandbox_confines_writes_and_the_network() {
             .await,
     );
     assert!(
-        text.contains("Permission denied") && text.contains("looks blocked by the sandbox"),
+        text.contains("Read-only file system") && text.contains("looks blocked by the sandbox"),
         "{text}"
     );
     assert!(!target.exists());

@@ -11,11 +11,7 @@
 //! `git commit` outside the sandbox afterwards, with a clean configuration, and checking that
 //! nothing ran.
 
-#![expect(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "test fixtures fail loudly"
-)]
+#![expect(clippy::unwrap_used, reason = "test fixtures fail loudly")]
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -75,7 +71,6 @@ struct Lab {
     user: User,
     outside: TempDir,
     home: TempDir,
-    tmp: PathBuf,
     _tmp: Option<TempDir>,
 }
 
@@ -154,7 +149,6 @@ impl Lab {
             user,
             outside,
             home,
-            tmp,
             _tmp: owned_tmp,
         }
     }
@@ -722,13 +716,90 @@ async fn commands_cannot_reach_unix_sockets_outside() {
                 script = quoted(connect)
             ))
             .await;
-        assert!(!said.contains("connected to"), "{user:?}: {said}");
+        for target in [path.display().to_string(), format!("@{name}")] {
+            assert!(
+                !said.contains(&format!("connected to {target}")),
+                "{user:?}: {said}"
+            );
+        }
         for (kind, listener) in [("pathname", &pathname), ("abstract", &abstract_)] {
             assert!(
                 listener.accept().is_err(),
                 "{user:?}: a sandboxed command connected to a {kind} socket outside:\n{said}"
             );
         }
+        lab.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn unix_sockets_in_the_roots_and_allowed_ones_still_work() {
+    use std::os::unix::net::UnixListener;
+    if users().is_empty() {
+        return;
+    }
+    let outside = tempfile::tempdir().unwrap();
+    let agent = outside.path().join("agent.sock");
+    let listener = UnixListener::bind(&agent).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let config = tempfile::tempdir().unwrap();
+    let config_file = config.path().join("config.toml");
+    std::fs::write(
+        &config_file,
+        format!("[sandbox]\nunix_sockets = [\"{}\"]\n", agent.display()),
+    )
+    .unwrap();
+    let lab = Lab::start_with(
+        User::Invoker,
+        Setup {
+            args: &["--config", config_file.to_str().unwrap()],
+            ..Setup::default()
+        },
+    )
+    .await;
+    let script = "import socket, sys, os\n\
+                  if sys.argv[1] == 'pair':\n\
+                  \x20   server = socket.socket(socket.AF_UNIX); server.bind('inside.sock'); server.listen()\n\
+                  \x20   client = socket.socket(socket.AF_UNIX); client.connect('inside.sock')\n\
+                  \x20   print('inside works')\n\
+                  else:\n\
+                  \x20   client = socket.socket(socket.AF_UNIX); client.connect(sys.argv[1])\n\
+                  \x20   print('allowed works')\n";
+    let said = lab
+        .bash(&format!(
+            "/usr/bin/python3 -c {script} pair; /usr/bin/python3 -c {script} {}",
+            agent.display(),
+            script = quoted(script)
+        ))
+        .await;
+    assert!(
+        said.contains("inside works") && said.contains("allowed works"),
+        "{said}"
+    );
+    assert!(listener.accept().is_ok(), "no connection arrived");
+    lab.stop().await;
+}
+
+#[tokio::test]
+async fn commands_see_only_their_own_processes() {
+    for user in users() {
+        let lab = Lab::start(user).await;
+        let pid = lab.gimlet.pid;
+        let said = lab
+            .bash(&format!(
+                "ls /proc | grep -c '^[0-9]'; test -e /proc/{pid}/environ && echo server-visible; \
+                 ps -e -o pid= | wc -l"
+            ))
+            .await;
+        let counts: Vec<usize> = said
+            .lines()
+            .take(2)
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        assert!(
+            !said.contains("server-visible") && counts.len() == 2 && counts.iter().all(|c| *c < 10),
+            "{user:?}: {said}"
+        );
         lab.stop().await;
     }
 }

@@ -1,23 +1,38 @@
-//! Running commands: the helper process and the Linux sandbox.
+//! Running commands: the helper processes and the Linux sandbox.
 //!
 //! Every command runs under a helper: the `gimlet` binary re-executed as `gimlet __exec PLAN`
-//! ([`helper_main`]). The helper
-//! 1. enters a private mount namespace (where the kernel allows) and bind-mounts the existing
-//!    protected paths read-only over themselves;
-//! 2. starts a new session and becomes a child subreaper, so every process the command starts,
-//!    daemons included, stays its descendant;
-//! 3. applies Landlock (read anywhere; write only beneath the roots, a private temp directory
-//!    and `/dev/null`) and a seccomp filter (no sockets but Unix ones, no `io_uring`);
-//! 4. runs the shell in its own process group, stdin from `/dev/null`;
-//! 5. when the shell exits, or when its control pipe (its stdin) closes because the call ended,
-//!    timed out, was cancelled or the server died, it sends TERM to the group and every
-//!    orphan, waits a short grace, sends KILL, reaps them all, and exits with the shell's code.
+//! ([`helper_main`]). For a sandboxed command, where the kernel allows (see [`Support`]):
+//! 1. the helper enters a user namespace (unless it runs as root), a private mount namespace
+//!    and a new PID namespace;
+//! 2. it makes every mount read-only but the roots and the command's temp directory
+//!    (`mounts.rs`): outside them not even `chmod`, `chown`, `touch`, xattrs or truncation
+//!    work; it bind-mounts the existing protected paths ([`protected`]) read-only over
+//!    themselves and every git directory onto itself, so that `.git` cannot be renamed; and
+//!    it hides Unix sockets that listen outside the roots;
+//! 3. it starts itself again as the namespace's init, PID 1 (`init.rs`), which mounts a fresh
+//!    `/proc` (showing only the command's processes), applies a seccomp filter (no sockets but
+//!    Unix ones, no `io_uring`) and Landlock (read anywhere; write only beneath the roots, the
+//!    temp directory and `/dev/null`; no TCP; on newer kernels no signals and no abstract Unix
+//!    sockets beyond the sandbox, and no pathname sockets outside the roots), and drops every
+//!    capability, the bounding set included, even as root;
+//! 4. the init runs the shell in its own process group, stdin from `/dev/null`;
+//! 5. when the shell exits, or when the control pipe (the helper's stdin) closes because the
+//!    call ended, timed out, was cancelled or the server died, it sends TERM to everything in
+//!    the namespace, waits a short grace, sends KILL, reaps them all, and exits with the
+//!    shell's code. When the init ends, the kernel kills whatever is left in the namespace.
+//!
+//! Without a PID namespace the helper confines itself and is the command's child subreaper
+//! instead. An unsandboxed command gets only the process hygiene: a new session, a child
+//! subreaper, the same stop and cleanup.
 //!
 //! Library users who embed gimlet-tools call [`helper_main`] from their own `main` when the
 //! first argument is [`HELPER_ARG`], and point [`crate::ToolEnvBuilder::exec_helper`] at their
 //! binary.
 
+mod confine;
 mod helper;
+mod init;
+mod mounts;
 pub mod protected;
 
 use std::ffi::OsString;
@@ -66,16 +81,59 @@ pub enum Enforcement {
 pub struct Support {
     /// Landlock file-system rules.
     pub landlock: Enforcement,
+    /// The kernel's Landlock ABI version (0: none).
+    #[serde(default)]
+    pub landlock_abi: u8,
     /// The seccomp network filter.
     pub seccomp: bool,
-    /// Private mount namespaces (read-only protected paths).
+    /// Private mount namespaces: read-only protected paths, everything outside the roots
+    /// read-only.
     pub mounts: bool,
+    /// A PID namespace of the command's own, with a fresh `/proc`.
+    #[serde(default)]
+    pub pid_namespace: bool,
 }
 
 impl Support {
     /// Whether writes and the network can be confined.
     pub fn enforceable(self) -> bool {
         self.landlock != Enforcement::None && self.seccomp
+    }
+
+    /// Whether Landlock scopes signals and abstract Unix sockets to the sandbox (ABI 6).
+    pub fn scopes(self) -> bool {
+        self.landlock_abi >= 6
+    }
+
+    /// Whether Landlock refuses pathname Unix sockets outside the roots (ABI 9).
+    pub fn unix_socket_rules(self) -> bool {
+        self.landlock_abi >= 9
+    }
+
+    /// What this system's sandbox lacks, in words, for the tool description and the log.
+    pub fn gaps(self) -> Vec<&'static str> {
+        let mut gaps = Vec::new();
+        if !self.mounts {
+            gaps.push(
+                "no mount namespaces: protected files and everything outside the roots are \
+                 guarded only against content writes",
+            );
+        }
+        if !self.pid_namespace {
+            gaps.push("no PID namespace: commands see the other processes of the system");
+        }
+        if !self.scopes() {
+            gaps.push(
+                "Landlock below ABI 6: signals and abstract Unix sockets are not confined to the sandbox",
+            );
+        }
+        if !self.unix_socket_rules() {
+            gaps.push(
+                "Landlock below ABI 9: Unix sockets outside the roots are refused only when they \
+                 listen as the command starts",
+            );
+        }
+        gaps
     }
 }
 
@@ -104,6 +162,13 @@ pub struct SandboxPlan {
     pub pinned: Vec<PathBuf>,
     /// Whether network sockets are allowed.
     pub network: bool,
+    /// Unix sockets outside the writable paths that commands may still connect to.
+    #[serde(default)]
+    pub unix_sockets: Vec<PathBuf>,
+    /// What the kernel can enforce (the probe's answer): the helper refuses to run a command
+    /// when any of it fails.
+    #[serde(default)]
+    pub support: Support,
 }
 
 /// The helper binary, the sandbox setting, and what the sandbox can do here.
@@ -111,6 +176,7 @@ pub struct SandboxPlan {
 pub struct Exec {
     helper: Option<PathBuf>,
     setting: SandboxSetting,
+    unix_sockets: Vec<PathBuf>,
     probe: Mutex<Option<JoinHandle<Support>>>,
     support: OnceLock<Support>,
 }
@@ -141,9 +207,26 @@ impl Exec {
         Self {
             helper,
             setting,
+            unix_sockets: Vec::new(),
             probe: Mutex::new(probe),
             support: OnceLock::new(),
         }
+    }
+
+    /// Unix sockets outside the roots that sandboxed commands may connect to (`[sandbox]
+    /// unix_sockets`). Paths that do not resolve are dropped.
+    #[must_use]
+    pub fn with_unix_sockets(mut self, sockets: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.unix_sockets = sockets
+            .into_iter()
+            .filter_map(|p| std::fs::canonicalize(&p).ok())
+            .collect();
+        self
+    }
+
+    /// The Unix sockets outside the roots that sandboxed commands may connect to.
+    pub fn unix_sockets(&self) -> &[PathBuf] {
+        &self.unix_sockets
     }
 
     /// The helper binary, if commands can run here at all.
@@ -164,7 +247,13 @@ impl Exec {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .take();
-            handle.and_then(|h| h.join().ok()).unwrap_or_default()
+            let support = handle.and_then(|h| h.join().ok()).unwrap_or_default();
+            if support.enforceable() {
+                for gap in support.gaps() {
+                    tracing::info!("sandbox: {gap}");
+                }
+            }
+            support
         })
     }
 

@@ -91,7 +91,21 @@ impl Tool for BashTool {
                 "\n\nCommands run without a sandbox (this system cannot enforce one)."
             }
         };
-        format!("{DESCRIPTION}{sandbox}").into()
+        let status = self.sandbox.get().copied().unwrap_or_else(|| env.sandbox());
+        let gaps = if status == SandboxStatus::Enforced {
+            env.exec().support().gaps()
+        } else {
+            Vec::new()
+        };
+        if gaps.is_empty() {
+            format!("{DESCRIPTION}{sandbox}").into()
+        } else {
+            format!(
+                "{DESCRIPTION}{sandbox} On this system: {}.",
+                gaps.join("; ")
+            )
+            .into()
+        }
     }
 
     fn enabled(&self, env: &ToolEnv) -> bool {
@@ -242,7 +256,10 @@ async fn rerun_permission(
 
 /// Output that suggests the sandbox stopped a command, and what it probably stopped.
 const SANDBOX_SIGNS: &[(&str, &str)] = &[
-    ("Read-only file system", "a write to a protected path"),
+    (
+        "Read-only file system",
+        "a change outside the root folders or to a protected path",
+    ),
     ("Could not resolve host", "a network connection"),
     (
         "Temporary failure in name resolution",
@@ -399,6 +416,8 @@ fn plan(
             read_only: scan.read_only.clone(),
             pinned: scan.pinned.clone(),
             network: settings.network,
+            unix_sockets: ctx.env().exec().unix_sockets().to_vec(),
+            support: ctx.env().exec().support(),
         };
         protected = Some(scan);
         Some(plan)
