@@ -548,6 +548,22 @@ async fn commands_cannot_read_the_servers_environment() {
                 "{user:?}: a sandboxed command read {name} from the server:\n{said}"
             );
         }
+        if user == User::Nobody {
+            // Another process of the same user, outside any sandbox (an approved unsandboxed
+            // command, say): the server is not dumpable, so its environment is root's to read.
+            let outside = lab
+                .as_user("cat")
+                .arg(format!("/proc/{pid}/environ"))
+                .output()
+                .unwrap();
+            let read = String::from_utf8_lossy(&outside.stdout);
+            for (name, value) in &secrets {
+                assert!(
+                    !read.contains(value.as_str()),
+                    "another process of the user read {name}"
+                );
+            }
+        }
         lab.stop().await;
     }
 }

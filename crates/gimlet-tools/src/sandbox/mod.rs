@@ -332,6 +332,21 @@ fn probe(helper: &Path) -> Support {
     }
 }
 
+/// Keeps this process's secrets from other processes of the same user: its `/proc/<pid>`
+/// entries (the environment with its API keys and tokens, memory, open files) become
+/// readable by root only, and it cannot be traced (`PR_SET_DUMPABLE` 0; no core dumps
+/// either). The server calls this at start.
+///
+/// Removing the secrets from the environment instead would not do: `std::env::remove_var` is
+/// unsafe while other threads may read the environment, and `/proc/<pid>/environ` shows the
+/// environment the process started with whatever it changes later. Sandboxed commands cannot
+/// see the server at all (their own PID namespace, no capabilities); this covers the rest:
+/// an unsandboxed command, or another program of the user.
+pub fn shield_process() -> std::io::Result<()> {
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+        .map_err(Into::into)
+}
+
 /// The helper's arguments for a plan.
 pub fn helper_args(plan: &HelperPlan) -> Vec<OsString> {
     vec![
