@@ -16,7 +16,7 @@ use crate::error::ToolError;
 use crate::fs::PathError;
 use crate::jobs::Jobs;
 use crate::output::OutputBuffer;
-use crate::permission::{Access, AskReason, Permission};
+use crate::permission::{Access, AskReason, Mode, Permission};
 use crate::process::{Ending, command_env, shell, spawn};
 use crate::sandbox::protected::{Scan, ScanCache};
 use crate::sandbox::{HelperPlan, SANDBOX_FAILED, SandboxPlan, SandboxSetting};
@@ -232,6 +232,13 @@ async fn rerun_permission(
     cause: &str,
     first: &Finished,
 ) -> Result<(), ToolError> {
+    if ctx.policy().mode() == Mode::Trusted {
+        // Trusted never asks, so it never leaves the sandbox either: the roots hold.
+        return Err(ToolError::PermissionDenied(String::from(
+            "the trusted mode never runs a command outside the sandbox, so the roots hold; run \
+             gimlet with --mode default to be asked instead",
+        )));
+    }
     let access = Access::Execute {
         command: args.command.clone(),
         parts: split_command(&args.command),
