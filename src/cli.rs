@@ -442,7 +442,8 @@ impl Asker for TerminalAsker {
             } else {
                 format!(" ({})", question.options.join(" / "))
             };
-            match Self::prompt(format!("{}{options}\n> ", question.question)).await {
+            let text = gimlet_tools::permission::visible(&question.question);
+            match Self::prompt(format!("{text}{options}\n> ")).await {
                 Some(answer) if !answer.is_empty() => Answer::Answered(answer),
                 _ => Answer::Declined,
             }

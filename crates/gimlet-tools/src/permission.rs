@@ -206,7 +206,7 @@ pub struct AskRequest {
 }
 
 impl AskRequest {
-    /// The message shown to the user.
+    /// The message shown to the user, with control characters made visible ([`visible`]).
     pub fn message(&self) -> String {
         let mut text = format!(
             "The `{}` tool wants to {}.\nAsking because {}.",
@@ -218,8 +218,43 @@ impl AskRequest {
             text.push_str("\n\n");
             text.push_str(detail);
         }
-        text
+        visible(&text).into_owned()
     }
+}
+
+/// Text for a question to the user, with every character that could hide or disguise part
+/// of it written out as an escape: terminal controls (`\x1b[2K` erasing a line, `\x1b[1A`
+/// moving up, colours), a bare carriage return (`\r`, which lets later text overwrite the
+/// start of the line), other C0 and C1 controls, and the Unicode characters that reorder or
+/// hide text (bidirectional overrides and isolates U+202A-U+202E and U+2066-U+2069, marks,
+/// zero-width characters, line and paragraph separators). Newlines and tabs stay as they are.
+pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    fn hidden(c: char) -> bool {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(
+                c,
+                '\u{061c}'
+                    | '\u{200b}'..='\u{200f}'
+                    | '\u{2028}'..='\u{202e}'
+                    | '\u{2060}'..='\u{2069}'
+                    | '\u{feff}'
+            )
+    }
+    if !text.chars().any(hidden) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '\r' => out.push_str("\\r"),
+            c if hidden(c) && u32::from(c) < 0x100 => {
+                out.push_str(&format!("\\x{:02x}", u32::from(c)));
+            }
+            c if hidden(c) => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// The user's answer to an [`AskRequest`].

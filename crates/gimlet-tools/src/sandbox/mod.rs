@@ -34,6 +34,7 @@ mod helper;
 mod init;
 mod mounts;
 pub mod protected;
+pub(crate) mod tmp;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -19,6 +19,7 @@ use crate::output::OutputBuffer;
 use crate::permission::{Access, AskReason, Mode, Permission};
 use crate::process::{Ending, command_env, shell, spawn};
 use crate::sandbox::protected::{Scan, ScanCache};
+use crate::sandbox::tmp::SessionTmp;
 use crate::sandbox::{HelperPlan, SANDBOX_FAILED, SandboxPlan, SandboxSetting};
 use crate::shell::split_command;
 use crate::tool::{
@@ -440,17 +441,19 @@ fn plan(
     Ok((plan, protected))
 }
 
-/// The session's private temp directory (removed with the session).
+/// The session's private temp directory (0700, removed with the session; see
+/// [`crate::sandbox::tmp`]). Blocking.
 pub(super) fn session_tmp(ctx: &ToolContext) -> Result<PathBuf, ToolError> {
     #[derive(Default)]
-    struct SessionTmp(OnceLock<Option<tempfile::TempDir>>);
-    let tmp = ctx.session().state::<SessionTmp>();
+    struct Tmp(OnceLock<Option<SessionTmp>>);
+    let tmp = ctx.session().state::<Tmp>();
     tmp.0
-        .get_or_init(|| {
-            tempfile::Builder::new()
-                .prefix("gimlet-tmp-")
-                .tempdir()
-                .ok()
+        .get_or_init(|| match SessionTmp::create() {
+            Ok(tmp) => Some(tmp),
+            Err(err) => {
+                tracing::warn!("cannot create the session's temp directory: {err}");
+                None
+            }
         })
         .as_ref()
         .map(|dir| dir.path().to_owned())
