@@ -6,7 +6,7 @@
 //! - the connection: HTTP/1.1, request headers must arrive within [`HttpConfig::header_timeout`];
 //! - [`guard`]: the bearer token (401), the cap on concurrent sessions (503), the request body
 //!   read in full within [`HttpConfig::body_timeout`] (408) and at most
-//!   [`HttpConfig::max_body_bytes`] (413);
+//!   [`HttpConfig::max_body_bytes`] (413; at once when `Content-Length` says more);
 //! - rmcp: the `Host` allowlist and the `Origin` allowlist (403), sessions (`Mcp-Session-Id`,
 //!   idle expiry, `DELETE` to end one: 200, as the SDKs' servers answer), the protocol headers.
 //!
@@ -270,6 +270,26 @@ async fn guard(State(guard): State<Guard>, mut request: Request, next: Next) -> 
     }
 
     if request.method() == Method::POST {
+        // A body declared too large is refused before any of it is read: waiting for 10 MiB
+        // that may never come would hold the connection for the whole body timeout.
+        let declared = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if declared.is_some_and(|len| len > guard.max_body_bytes as u64) {
+            let mut response = refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!(
+                    "the request body is larger than {} bytes",
+                    guard.max_body_bytes
+                ),
+            );
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return response;
+        }
         let (parts, body) = request.into_parts();
         let read = read_body(body, guard.max_body_bytes);
         let bytes = match tokio::time::timeout(guard.body_timeout, read).await {
