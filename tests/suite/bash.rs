@@ -347,6 +347,134 @@ async fn a_blocked_command_runs_again_outside_the_sandbox_when_the_user_approves
     gimlet.stop().await;
 }
 
+/// The `decision` a test client gives: `allow_session` to the mode's questions, `outside` to
+/// the question about running a command again outside the sandbox.
+fn answering_outside(outside: &'static str) -> TestClient {
+    TestClient::answering(move |request: &ElicitRequestParams| {
+        let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
+            return ElicitResult::new(ElicitationAction::Decline);
+        };
+        let decision = if message.contains("outside the sandbox") {
+            outside
+        } else {
+            "allow_session"
+        };
+        ElicitResult::new(ElicitationAction::Accept).with_content(json!({"decision": decision}))
+    })
+}
+
+#[tokio::test]
+async fn allow_outside_the_sandbox_for_the_session_covers_the_next_such_command() {
+    if !sandbox_works() {
+        skip("this kernel cannot enforce the sandbox (Landlock and seccomp)");
+        return;
+    }
+    let gimlet = Gimlet::start_with(answering_outside("allow_session"), &[]).await;
+    let outside = tempfile::tempdir().unwrap();
+    let first = outside.path().join("one");
+    let text = ok_text(
+        &gimlet
+            .call(
+                "bash",
+                json!({"command": format!("mkdir -p {}", first.display())}),
+            )
+            .await,
+    );
+    assert!(
+        text.contains("ran again outside the sandbox") && first.is_dir(),
+        "{text}"
+    );
+    assert_eq!(gimlet.handler.elicitations.lock().unwrap().len(), 1);
+    // `mkdir*` outside the sandbox is allowed for the session: no question, no sandboxed try.
+    let second = outside.path().join("two");
+    let result = gimlet
+        .call(
+            "bash",
+            json!({"command": format!("mkdir -p {}", second.display())}),
+        )
+        .await;
+    let text = ok_text(&result);
+    assert!(
+        text.contains("as the user allowed for this session") && second.is_dir(),
+        "{text}"
+    );
+    assert_eq!(result.structured_content.unwrap()["sandboxed"], false);
+    assert_eq!(gimlet.handler.elicitations.lock().unwrap().len(), 1);
+    // Another command is judged afresh.
+    let third = outside.path().join("three");
+    ok_text(
+        &gimlet
+            .call(
+                "bash",
+                json!({"command": format!("touch {}", third.display())}),
+            )
+            .await,
+    );
+    assert_eq!(gimlet.handler.elicitations.lock().unwrap().len(), 2);
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn a_session_grant_to_run_without_asking_does_not_let_a_command_leave_the_sandbox() {
+    if !sandbox_works() {
+        skip("this kernel cannot enforce the sandbox (Landlock and seccomp)");
+        return;
+    }
+    // Strict mode asks before every command; the user allows `touch*` for the session, and
+    // declines running it outside the sandbox.
+    let gimlet = Gimlet::start_with(answering_outside("deny"), &["--mode", "strict"]).await;
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("t");
+    for round in 1..=2 {
+        let text = ok_text(
+            &gimlet
+                .call(
+                    "bash",
+                    json!({"command": format!("touch {}", target.display())}),
+                )
+                .await,
+        );
+        assert!(
+            text.contains("looks blocked by the sandbox") && !target.exists(),
+            "{text}"
+        );
+        let asked = gimlet.handler.elicitations.lock().unwrap().len();
+        // Round 1: the mode's question and the one about leaving the sandbox; round 2: only
+        // the latter (the grant covers the first).
+        assert_eq!(asked, if round == 1 { 2 } else { 3 });
+    }
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn a_plugin_the_sandbox_stopped_is_run_again_outside_when_approved() {
+    if !sandbox_works() {
+        skip("this kernel cannot enforce the sandbox (Landlock and seccomp)");
+        return;
+    }
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("plugin.txt");
+    let config = format!(
+        "[[plugins]]\nname = \"outside\"\ndescription = \"writes outside\"\n\
+         command = \"echo done > {}\"\n",
+        target.display()
+    );
+    // Nobody to ask: the first result stays, saying why.
+    let (gimlet, _dir) = Gimlet::start_with_config(TestClient::default(), &config, &[]).await;
+    let text = err_text(&gimlet.call("outside", json!({})).await);
+    assert!(
+        text.contains("looks blocked by the sandbox") && !target.exists(),
+        "{text}"
+    );
+    gimlet.stop().await;
+    let (gimlet, _dir) =
+        Gimlet::start_with_config(answering_outside("allow_once"), &config, &[]).await;
+    let text = ok_text(&gimlet.call("outside", json!({})).await);
+    assert!(text.contains("ran again outside the sandbox"), "{text}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "done\n");
+    gimlet.stop().await;
+}
+
 /// Says on stderr why a test did not run.
 fn skip(why: &str) {
     use std::io::Write;

@@ -541,6 +541,45 @@ impl Policy {
         })
     }
 
+    /// Judges running a command again outside the sandbox, after the sandbox stopped it: the
+    /// mode and the rules decide as for any unsandboxed command, but the session's ordinary
+    /// grants do not count (letting a command run without asking is not letting it leave the
+    /// sandbox; those answers are kept apart, see [`crate::sandbox::OutsideGrants`]). The
+    /// trusted mode never asks, so it never leaves the sandbox: the roots hold.
+    pub fn judge_escalation(
+        &self,
+        tool: &str,
+        flags: ToolFlags,
+        access: &Access,
+        ctx: &ToolContext,
+    ) -> Permission {
+        if self.mode == Mode::Trusted {
+            ctx.record_decision(false, "mode trusted");
+            return Permission::Deny(String::from(
+                "the trusted mode never runs a command outside the sandbox, so the roots hold; \
+                 run gimlet with --mode default to be asked instead",
+            ));
+        }
+        match self.judge_one(tool, flags, access) {
+            (Verdict::Allow, by) => {
+                ctx.record_decision(true, by);
+                Permission::Allow
+            }
+            (Verdict::Deny(why), by) => {
+                ctx.record_decision(false, by);
+                Permission::Deny(why)
+            }
+            (Verdict::Ask(reason), _) => Permission::Ask(AskRequest {
+                tool: tool.to_owned(),
+                summary: format!("{} {}", access.verb(), access.subject()),
+                detail: None,
+                reason,
+                session_pattern: Some(access.session_pattern()),
+                accesses: vec![access.clone()],
+            }),
+        }
+    }
+
     /// One access: the verdict and who decided it (`mode default`, `rule deny bash rm*` ...).
     fn judge_one(&self, tool: &str, flags: ToolFlags, access: &Access) -> (Verdict, String) {
         let mode = || format!("mode {}", self.mode);

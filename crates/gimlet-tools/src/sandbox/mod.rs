@@ -30,6 +30,7 @@
 //! binary.
 
 mod confine;
+mod denied;
 mod helper;
 mod init;
 mod mounts;
@@ -43,6 +44,7 @@ use std::thread::JoinHandle;
 
 use serde::{Deserialize, Serialize};
 
+pub use denied::{OutsideGrants, Rerun, SandboxDenied, command_access, denial};
 pub use helper::{SANDBOX_FAILED, helper_main};
 
 /// The first argument that runs the helper instead of the server.

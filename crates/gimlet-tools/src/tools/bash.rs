@@ -16,12 +16,14 @@ use crate::error::ToolError;
 use crate::fs::PathError;
 use crate::jobs::Jobs;
 use crate::output::OutputBuffer;
-use crate::permission::{Access, AskReason, Mode, Permission};
+use crate::permission::Access;
 use crate::process::{Ending, command_env, shell, spawn};
 use crate::sandbox::protected::{Scan, ScanCache};
 use crate::sandbox::tmp::SessionTmp;
-use crate::sandbox::{HelperPlan, SANDBOX_FAILED, SandboxPlan, SandboxSetting};
-use crate::shell::split_command;
+use crate::sandbox::{
+    HelperPlan, OutsideGrants, SANDBOX_FAILED, SandboxDenied, SandboxPlan, SandboxSetting,
+    command_access, denial,
+};
 use crate::tool::{
     Content, InterruptBehavior, JsonObject, OutputLimits, Tool, ToolFlags, ToolOutput,
     TruncationMode,
@@ -191,95 +193,51 @@ impl Tool for BashTool {
     }
 
     async fn accesses(&self, args: &BashArgs, ctx: &ToolContext) -> Result<Vec<Access>, ToolError> {
-        Ok(vec![Access::Execute {
-            command: args.command.clone(),
-            parts: split_command(&args.command),
-            sandboxed: self.sandboxed(ctx.env()),
-        }])
+        Ok(vec![command_access(
+            &args.command,
+            None,
+            self.sandboxed(ctx.env()),
+        )])
     }
 
     async fn execute(&self, args: BashArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let sandboxed = self.sandboxed(ctx.env());
+        let mut sandboxed = self.sandboxed(ctx.env());
+        let mut note = None;
+        if sandboxed
+            && ctx
+                .session()
+                .state::<OutsideGrants>()
+                .covers(Self::NAME, &command_access(&args.command, None, false))
+        {
+            // The user allowed this command outside the sandbox for the session.
+            sandboxed = false;
+            note = Some(String::from(
+                "It ran outside the sandbox, as the user allowed for this session.",
+            ));
+        }
         if args.run_in_background.unwrap_or(false) {
             return start_background(&args, ctx, sandboxed).await;
         }
-        let first = run_foreground(&args, ctx, sandboxed).await?;
+        let mut first = run_foreground(&args, ctx, sandboxed).await?;
+        first.notes.extend(note);
         let Some(cause) = first.blocked_by_sandbox() else {
             return Ok(first.into_output());
         };
-        // The sandbox seems to have stopped it: offer to run it again outside, if allowed.
-        match rerun_permission(&args, ctx, cause, &first).await {
-            Ok(()) => {
-                let mut second = run_foreground(&args, ctx, false).await?;
-                second.notes.push(format!("It first ran in the sandbox and failed ({cause}); it ran again outside the sandbox, as approved."));
-                Ok(second.into_output())
-            }
-            Err(ToolError::Cancelled) => Err(ToolError::Cancelled),
-            Err(refused) => {
-                let mut first = first;
-                first.notes.push(format!(
-                    "This looks blocked by the sandbox ({cause}). Running it outside the sandbox was not approved: {refused}"
-                ));
-                Ok(first.into_output())
-            }
-        }
+        // The sandbox seems to have stopped it: the pipeline decides whether it runs again
+        // outside.
+        let last_lines = first.last_lines(8);
+        Err(ToolError::SandboxDenied(Box::new(SandboxDenied {
+            command: args.command.clone(),
+            access: command_access(&args.command, None, false),
+            cause,
+            last_lines,
+            output: first.into_output(),
+            rerun: Box::new(move |ctx| {
+                Box::pin(async move { Ok(run_foreground(&args, ctx, false).await?.into_output()) })
+            }),
+        })))
     }
 }
-
-/// Asks (through the policy and `ctx.ask`) to run the command again outside the sandbox.
-async fn rerun_permission(
-    args: &BashArgs,
-    ctx: &ToolContext,
-    cause: &str,
-    first: &Finished,
-) -> Result<(), ToolError> {
-    if ctx.policy().mode() == Mode::Trusted {
-        // Trusted never asks, so it never leaves the sandbox either: the roots hold.
-        return Err(ToolError::PermissionDenied(String::from(
-            "the trusted mode never runs a command outside the sandbox, so the roots hold; run \
-             gimlet with --mode default to be asked instead",
-        )));
-    }
-    let access = Access::Execute {
-        command: args.command.clone(),
-        parts: split_command(&args.command),
-        sandboxed: false,
-    };
-    let mut permission = ctx.policy().judge(
-        BashTool::NAME,
-        BashTool::default().flags(None),
-        &[access],
-        ctx,
-    );
-    if let Permission::Ask(request) = &mut permission {
-        request.reason = AskReason::Unsandboxed;
-        request.summary = format!("run `{}` again, outside the sandbox", args.command);
-        request.detail = Some(format!(
-            "It failed inside the sandbox ({cause}). Its last output:\n{}",
-            first.last_lines(8)
-        ));
-    }
-    crate::pipeline::authorize(permission, ctx).await
-}
-
-/// Output that suggests the sandbox stopped a command, and what it probably stopped.
-const SANDBOX_SIGNS: &[(&str, &str)] = &[
-    (
-        "Read-only file system",
-        "a change outside the root folders or to a protected path",
-    ),
-    ("Could not resolve host", "a network connection"),
-    (
-        "Temporary failure in name resolution",
-        "a network connection",
-    ),
-    ("Network is unreachable", "a network connection"),
-    (
-        "Operation not permitted",
-        "a write outside the root folders or a network connection",
-    ),
-    ("Permission denied", "a write outside the root folders"),
-];
 
 /// A finished foreground run.
 pub(super) struct Finished {
@@ -294,18 +252,17 @@ pub(super) struct Finished {
 
 impl Finished {
     /// Why the sandbox probably stopped it, if it did.
-    fn blocked_by_sandbox(&self) -> Option<&'static str> {
-        if !self.sandboxed || !matches!(self.ending, Ending::Exited(code) if code != 0) {
+    pub(super) fn blocked_by_sandbox(&self) -> Option<&'static str> {
+        let Ending::Exited(code) = self.ending else {
+            return None;
+        };
+        if !self.sandboxed {
             return None;
         }
-        let text = format!("{}{}", self.output.head, self.output.tail);
-        SANDBOX_SIGNS
-            .iter()
-            .find(|(sign, _)| text.contains(sign))
-            .map(|(_, cause)| *cause)
+        denial(code, &format!("{}{}", self.output.head, self.output.tail))
     }
 
-    fn last_lines(&self, n: usize) -> String {
+    pub(super) fn last_lines(&self, n: usize) -> String {
         let text = if self.output.tail.is_empty() {
             &self.output.head
         } else {
