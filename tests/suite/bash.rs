@@ -347,6 +347,39 @@ async fn a_blocked_command_runs_again_outside_the_sandbox_when_the_user_approves
     gimlet.stop().await;
 }
 
+#[tokio::test]
+async fn a_silent_command_sends_a_heartbeat() {
+    let gimlet = Gimlet::start().await;
+    let result = gimlet.call("bash", json!({"command": "sleep 3"})).await;
+    ok_text(&result);
+    let progress = gimlet.handler.progress.lock().unwrap().clone();
+    assert!(
+        progress.len() >= 2,
+        "{} progress notifications: {progress:?}",
+        progress.len()
+    );
+    assert!(
+        progress.iter().all(|p| p
+            .message
+            .as_deref()
+            .is_some_and(|m| m.starts_with("running for "))),
+        "{progress:?}"
+    );
+    // And the last line, once there is output.
+    gimlet
+        .call("bash", json!({"command": "echo compiling widget; sleep 2"}))
+        .await;
+    let progress = gimlet.handler.progress.lock().unwrap().clone();
+    assert!(
+        progress.iter().any(|p| p
+            .message
+            .as_deref()
+            .is_some_and(|m| m.ends_with(": compiling widget"))),
+        "{progress:?}"
+    );
+    gimlet.stop().await;
+}
+
 /// The `decision` a test client gives: `allow_session` to the mode's questions, `outside` to
 /// the question about running a command again outside the sandbox.
 fn answering_outside(outside: &'static str) -> TestClient {

@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::output::{LongText, OutputBuffer};
-use crate::process::{Ending, Running};
+use crate::process::{Ending, Event, Running};
 use crate::sandbox::protected::Scan;
 use crate::spill::SpillStore;
 
@@ -136,7 +136,10 @@ impl Jobs {
         let reader = Arc::clone(&job);
         tokio::spawn(async move {
             let outcome = running
-                .run(None, &stop, |bytes| {
+                .run(None, &stop, None, |event| {
+                    let Event::Output(bytes) = event else {
+                        return;
+                    };
                     let mut state = reader.state.lock().unwrap_or_else(PoisonError::into_inner);
                     if let Some(log) = &mut state.log {
                         log.push_bytes(bytes);

@@ -129,6 +129,15 @@ pub(crate) fn spawn(
     })
 }
 
+/// What [`Running::run`] hands its sink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Event<'a> {
+    /// Output (stdout and stderr, in the order they came).
+    Output(&'a [u8]),
+    /// Time passed (see `tick`).
+    Tick,
+}
+
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ending {
@@ -164,12 +173,15 @@ impl Running {
     }
 
     /// Feeds output to `sink` until the command ends: it exits (plus a short drain), `deadline`
-    /// passes, or `cancel` fires. On timeout or cancel the command is stopped first.
+    /// passes, or `cancel` fires. On timeout or cancel the command is stopped first. With a
+    /// `tick`, `sink` also gets [`Event::Tick`] that often while the command runs, output or
+    /// not (for progress heartbeats).
     pub(crate) async fn run(
         &mut self,
         deadline: Option<Instant>,
         cancel: &tokio_util::sync::CancellationToken,
-        mut sink: impl FnMut(&[u8]),
+        tick: Option<Duration>,
+        mut sink: impl FnMut(Event<'_>),
     ) -> Outcome {
         let mut buf = vec![0u8; 64 * 1024];
         let mut ending: Option<Ending> = None;
@@ -178,8 +190,16 @@ impl Running {
         let mut stop_until: Option<tokio::time::Instant> = None;
         let far = tokio::time::Instant::now() + Duration::from_secs(365 * 24 * 3600);
         let deadline = deadline.map_or(far, tokio::time::Instant::from_std);
+        let mut ticks = tick.map(|every| {
+            let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            ticks
+        });
         loop {
             tokio::select! {
+                _ = async { ticks.as_mut()?.tick().await; Some(()) }, if ticks.is_some() && exited.is_none() => {
+                    sink(Event::Tick);
+                }
                 read = self.output.read(&mut buf) => match read {
                     Ok(0) | Err(_) => {
                         if exited.is_some() {
@@ -192,7 +212,7 @@ impl Running {
                         }
                         break;
                     }
-                    Ok(n) => sink(&buf[..n]),
+                    Ok(n) => sink(Event::Output(&buf[..n])),
                 },
                 status = self.child.wait(), if exited.is_none() => {
                     exited = Some(code_of(status.ok()));

@@ -17,7 +17,7 @@ use crate::fs::PathError;
 use crate::jobs::Jobs;
 use crate::output::OutputBuffer;
 use crate::permission::Access;
-use crate::process::{Ending, command_env, shell, spawn};
+use crate::process::{Ending, Event, command_env, shell, spawn};
 use crate::sandbox::protected::{Scan, ScanCache};
 use crate::sandbox::tmp::SessionTmp;
 use crate::sandbox::{
@@ -37,6 +37,9 @@ pub(crate) const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 pub(crate) const MAX_TIMEOUT_MS: u64 = 600_000;
 /// Output kept in memory at each end; the rest goes to the spill file.
 const KEEP_BYTES: usize = 512 * 1024;
+/// How often a running command reports progress (elapsed time and its last line), output or
+/// not: at least once a second.
+const HEARTBEAT: Duration = Duration::from_millis(900);
 /// The saved log of one command stops growing here (a flood must not fill the disk).
 pub(crate) const MAX_LOG_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -450,25 +453,35 @@ pub(super) async fn run_foreground(
         .map_err(|e| ToolError::io(format!("starting `{}`", args.command), e))?;
     let mut output = OutputBuffer::new(ctx.env().spill(), KEEP_BYTES).with_max_spill(MAX_LOG_BYTES);
     let mut last_line = String::new();
-    let mut last_progress = Instant::now();
     let started = Instant::now();
     let outcome = running
         .run(
             Some(Instant::now() + timeout),
             ctx.cancellation(),
-            |bytes| {
-                output.push_bytes(bytes);
-                if let Some(line) = String::from_utf8_lossy(bytes)
-                    .lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                {
-                    last_line = line.chars().take(200).collect();
+            Some(HEARTBEAT),
+            |event| match event {
+                Event::Output(bytes) => {
+                    output.push_bytes(bytes);
+                    if let Some(line) = String::from_utf8_lossy(bytes)
+                        .lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                    {
+                        last_line = line.chars().take(200).collect();
+                    }
                 }
-                if last_progress.elapsed() >= Duration::from_secs(1) {
-                    last_progress = Instant::now();
+                // A heartbeat, output or not: hosts that time out a call without progress
+                // (and HTTP sessions' idle timers) keep waiting, and the user sees it live.
+                Event::Tick => {
+                    let elapsed = started.elapsed();
+                    let message = if last_line.is_empty() {
+                        format!("running for {} s", elapsed.as_secs())
+                    } else {
+                        format!("running for {} s: {last_line}", elapsed.as_secs())
+                    };
                     ctx.progress(ProgressUpdate {
-                        message: Some(format!("{}s: {last_line}", started.elapsed().as_secs())),
+                        progress: Some(elapsed.as_secs_f64()),
+                        message: Some(message),
                         ..ProgressUpdate::default()
                     });
                 }
