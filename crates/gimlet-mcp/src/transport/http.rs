@@ -278,17 +278,20 @@ async fn guard(State(guard): State<Guard>, mut request: Request, next: Next) -> 
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok());
         if declared.is_some_and(|len| len > guard.max_body_bytes as u64) {
-            let mut response = refuse(
+            // What does come is read on (and dropped) meanwhile, up to four times the limit,
+            // so that a client still sending sees the 413 rather than a broken pipe.
+            let body = request.into_body();
+            let (limit, timeout) = (guard.max_body_bytes.saturating_mul(4), guard.body_timeout);
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(timeout, read_body(body, limit)).await;
+            });
+            return refuse(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 &format!(
                     "the request body is larger than {} bytes",
                     guard.max_body_bytes
                 ),
             );
-            response
-                .headers_mut()
-                .insert(header::CONNECTION, HeaderValue::from_static("close"));
-            return response;
         }
         let (parts, body) = request.into_parts();
         let read = read_body(body, guard.max_body_bytes);
