@@ -380,6 +380,56 @@ async fn a_silent_command_sends_a_heartbeat() {
     gimlet.stop().await;
 }
 
+#[tokio::test]
+async fn the_sandbox_stays_between_commands_starts_each_clean_and_follows_new_protected_files() {
+    if !sandbox_works() {
+        skip("this kernel cannot enforce the sandbox (Landlock and seccomp)");
+        return;
+    }
+    let gimlet = Gimlet::start().await;
+    let namespace = |text: &str| text.lines().next().unwrap_or_default().to_owned();
+    let mark = marker();
+    let first = ok_text(
+        &gimlet
+            .call(
+                "bash",
+                json!({"command": format!("readlink /proc/self/ns/pid; sleep {mark} &")}),
+            )
+            .await,
+    );
+    // The same sandbox (PID namespace) runs the next command, and nothing of the last one
+    // is left in it.
+    let second = ok_text(
+        &gimlet
+            .call(
+                "bash",
+                json!({"command": "readlink /proc/self/ns/pid; ps -e -o comm= | grep -cx sleep"}),
+            )
+            .await,
+    );
+    assert_eq!(namespace(&first), namespace(&second), "{first}\n{second}");
+    assert!(second.lines().nth(1) == Some("0"), "{second}");
+    assert!(processes_with(&mark).is_empty());
+    // A protected file that appears between commands is protected from the next one on (a
+    // new sandbox is made for it).
+    std::fs::write(gimlet.root().join(".envrc"), "export A=1\n").unwrap();
+    let third = ok_text(
+        &gimlet
+            .call(
+                "bash",
+                json!({"command": "readlink /proc/self/ns/pid; echo evil >> .envrc"}),
+            )
+            .await,
+    );
+    assert_ne!(namespace(&first), namespace(&third), "{third}");
+    assert_eq!(
+        std::fs::read_to_string(gimlet.root().join(".envrc")).unwrap(),
+        "export A=1\n",
+        "{third}"
+    );
+    gimlet.stop().await;
+}
+
 /// The `decision` a test client gives: `allow_session` to the mode's questions, `outside` to
 /// the question about running a command again outside the sandbox.
 fn answering_outside(outside: &'static str) -> TestClient {

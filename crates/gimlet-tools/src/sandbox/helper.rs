@@ -2,11 +2,12 @@
 //!
 //! A small synchronous program (no async runtime): it blocks on purpose. Its roles, by the
 //! first argument after [`super::HELPER_ARG`]:
-//! - `PLAN` (JSON): run one command. Sandboxed, with a PID namespace: enter the namespaces,
-//!   build the file-system view (`mounts.rs`), start the init (`init.rs`) and wait for it.
-//!   Sandboxed without one: the same, then confine itself and run the command as its child
-//!   subreaper. Unsandboxed: only the subreaper.
+//! - `--serve PLAN` (JSON): a session's sandbox (`pool.rs`): enter the namespaces, build the
+//!   file-system view (`mounts.rs`), start the init (`init.rs`), which runs commands sent on
+//!   the control socket, and wait for it.
 //! - `--init PLAN`: the PID namespace's init (`init.rs`).
+//! - `PLAN`: run one command. Unsandboxed: as its child subreaper. Sandboxed where there is no
+//!   PID namespace: enter a mount namespace, build the view, confine itself, and the same.
 //! - `--probe`: find what the kernel enforces, by trying it (the answer is [`Support`]);
 //!   `--probe-init` is its part inside the PID namespace.
 
@@ -57,6 +58,10 @@ pub fn helper_main(args: &[OsString]) -> i32 {
             Ok(plan) => init::main(&plan),
             Err(code) => code,
         },
+        Some("--serve") => match plan(args.get(1)) {
+            Ok(plan) => serve(&plan),
+            Err(code) => code,
+        },
         Some(_) => match plan(args.first()) {
             Ok(plan) => run(&plan),
             Err(code) => code,
@@ -79,21 +84,18 @@ pub(super) fn exit_code(code: Option<i32>, signal: Option<i32>) -> i32 {
     code.unwrap_or_else(|| 128 + signal.unwrap_or(0))
 }
 
+/// One command, run by this helper: unsandboxed, or sandboxed without a PID namespace of
+/// its own (where a sandbox that stays cannot be had, see [`serve`]).
 fn run(plan: &HelperPlan) -> i32 {
     let Some(sandbox) = &plan.sandbox else {
         return run_as_subreaper(plan);
     };
     // Namespaces first: unsharing a user namespace needs a single-threaded process.
-    let support = sandbox.support;
-    if support.mounts
-        && let Err(err) =
-            mounts::unshare(support.pid_namespace).and_then(|()| mounts::prepare(sandbox))
+    if sandbox.support.mounts
+        && let Err(err) = mounts::unshare(false).and_then(|()| mounts::prepare(sandbox))
     {
         eprintln_quiet(&format!("gimlet: the sandbox could not be enforced: {err}"));
         return SANDBOX_FAILED;
-    }
-    if support.mounts && support.pid_namespace {
-        return start_init(plan);
     }
     if let Err(err) = confine::confine(sandbox) {
         eprintln_quiet(&format!("gimlet: the sandbox could not be enforced: {err}"));
@@ -102,8 +104,23 @@ fn run(plan: &HelperPlan) -> i32 {
     run_as_subreaper(plan)
 }
 
+/// A sandbox that stays (`--serve`): the namespaces and the file-system view, then the init,
+/// which confines itself and runs the commands that come on the control socket (stdin, which
+/// it inherits). Waits for the init.
+fn serve(plan: &HelperPlan) -> i32 {
+    let Some(sandbox) = &plan.sandbox else {
+        eprintln_quiet("gimlet helper: --serve needs a sandbox plan");
+        return 2;
+    };
+    if let Err(err) = mounts::unshare(true).and_then(|()| mounts::prepare(sandbox)) {
+        eprintln_quiet(&format!("gimlet: the sandbox could not be enforced: {err}"));
+        return SANDBOX_FAILED;
+    }
+    start_init(plan)
+}
+
 /// Starts the PID namespace's init (this program again, `--init`) and waits for it. The init
-/// inherits the control pipe and the output.
+/// inherits the control socket and stderr.
 fn start_init(plan: &HelperPlan) -> i32 {
     let spawned = std::env::current_exe().and_then(|me| {
         // Outside root, a user-namespace process that is not uid 0 there loses its capabilities
@@ -233,7 +250,7 @@ fn parent_of(pid: i32) -> Option<i32> {
 fn reap_all() {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        match rustix::process::waitpid(None, WaitOptions::NOHANG) {
+        match rustix::process::wait(WaitOptions::NOHANG) {
             Ok(Some(_)) => {}
             Err(_) => return,
             Ok(None) => {

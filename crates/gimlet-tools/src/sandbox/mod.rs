@@ -34,7 +34,9 @@ mod denied;
 mod helper;
 mod init;
 mod mounts;
+pub(crate) mod pool;
 pub mod protected;
+pub(crate) mod protocol;
 pub(crate) mod tmp;
 
 use std::ffi::OsString;
@@ -46,6 +48,7 @@ use serde::{Deserialize, Serialize};
 
 pub use denied::{OutsideGrants, Rerun, SandboxDenied, command_access, denial};
 pub use helper::{SANDBOX_FAILED, helper_main};
+pub(crate) use mounts::sockets_to_hide;
 
 /// The first argument that runs the helper instead of the server.
 pub const HELPER_ARG: &str = "__exec";
@@ -168,6 +171,10 @@ pub struct SandboxPlan {
     /// Unix sockets outside the writable paths that commands may still connect to.
     #[serde(default)]
     pub unix_sockets: Vec<PathBuf>,
+    /// Unix sockets listening outside the writable paths, hidden from commands (where Landlock
+    /// cannot refuse them, below ABI 9).
+    #[serde(default)]
+    pub hidden_sockets: Vec<PathBuf>,
     /// What the kernel can enforce (the probe's answer): the helper refuses to run a command
     /// when any of it fails.
     #[serde(default)]

@@ -6,9 +6,10 @@
 //!   Landlock does not cover: `chmod`, `chown`, `utime`, extended attributes;
 //! - every git directory is bound onto itself (a mount point cannot be renamed, removed or
 //!   replaced), and every existing protected path is a read-only bind mount of itself;
-//! - Unix sockets that listen outside the roots (as `/proc/net/unix` lists them) have
-//!   `/dev/null` mounted over them, so `connect` is refused. Landlock ABI 9 refuses all of them,
-//!   listening now or later; below it this is what there is.
+//! - Unix sockets that listen outside the roots (as `/proc/net/unix` lists them, read by the
+//!   server for each command: a new one makes a new sandbox) have `/dev/null` mounted over
+//!   them, so `connect` is refused. Landlock ABI 9 refuses all of them; below it this is what
+//!   there is.
 //!
 //! Only mounts of this namespace change; the rest of the system sees nothing of it.
 
@@ -57,7 +58,6 @@ pub(super) fn unshare(pid: bool) -> Result<(), String> {
 /// Builds the command's view of the file system (see the module docs). Call after
 /// [`unshare`].
 pub(super) fn prepare(plan: &SandboxPlan) -> Result<(), String> {
-    let sockets = listening_sockets();
     let writable: Vec<&PathBuf> = plan.writable.iter().filter(|p| p.is_dir()).collect();
     for dir in &writable {
         rustix::mount::mount_bind_recursive(dir.as_path(), dir.as_path())
@@ -65,14 +65,19 @@ pub(super) fn prepare(plan: &SandboxPlan) -> Result<(), String> {
     }
     read_only_outside(&writable)?;
     protect(&plan.pinned, &plan.read_only)?;
-    let allowed = |path: &Path| {
-        writable.iter().any(|w| path.starts_with(w)) || plan.unix_sockets.iter().any(|s| path == s)
-    };
-    for socket in sockets.iter().filter(|s| !allowed(s)) {
+    for socket in &plan.hidden_sockets {
         // Gone since `/proc/net/unix` was read, or not reachable by this path: nothing to hide.
         let _ = rustix::mount::mount_bind("/dev/null", socket);
     }
     Ok(())
+}
+
+/// The Unix sockets to hide from a sandbox: those listed in `/proc/net/unix` (bound in the
+/// server's network namespace, which sandboxes share) outside `writable`, but `allowed`.
+pub(crate) fn sockets_to_hide(writable: &[PathBuf], allowed: &[PathBuf]) -> Vec<PathBuf> {
+    let mut sockets = listening_sockets();
+    sockets.retain(|s| !writable.iter().any(|w| s.starts_with(w)) && !allowed.contains(s));
+    sockets
 }
 
 /// Makes every mount read-only but those at or below a writable path.

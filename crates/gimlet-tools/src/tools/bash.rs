@@ -17,12 +17,13 @@ use crate::fs::PathError;
 use crate::jobs::Jobs;
 use crate::output::OutputBuffer;
 use crate::permission::Access;
-use crate::process::{Ending, Event, command_env, shell, spawn};
+use crate::process::{Ending, Event, Place, command_env, shell, spawn};
+use crate::sandbox::pool::Sandboxes;
 use crate::sandbox::protected::{Scan, ScanCache};
 use crate::sandbox::tmp::SessionTmp;
 use crate::sandbox::{
     HelperPlan, OutsideGrants, SANDBOX_FAILED, SandboxDenied, SandboxPlan, SandboxSetting,
-    command_access, denial,
+    command_access, denial, sockets_to_hide,
 };
 use crate::tool::{
     Content, InterruptBehavior, JsonObject, OutputLimits, Tool, ToolFlags, ToolOutput,
@@ -379,13 +380,23 @@ fn plan(
             .get(ctx.policy().protected(), &roots);
         let mut writable = roots;
         writable.push(session_tmp(ctx)?);
+        let support = ctx.env().exec().support();
+        let unix_sockets = ctx.env().exec().unix_sockets().to_vec();
+        // Below Landlock ABI 9 the sockets that listen now are hidden; a new one makes a new
+        // sandbox (the plan differs).
+        let hidden_sockets = if support.mounts && !support.unix_socket_rules() {
+            sockets_to_hide(&writable, &unix_sockets)
+        } else {
+            Vec::new()
+        };
         let plan = SandboxPlan {
             writable,
             read_only: scan.read_only.clone(),
             pinned: scan.pinned.clone(),
             network: settings.network,
-            unix_sockets: ctx.env().exec().unix_sockets().to_vec(),
-            support: ctx.env().exec().support(),
+            unix_sockets,
+            hidden_sockets,
+            support,
         };
         protected = Some(scan);
         Some(plan)
@@ -399,6 +410,21 @@ fn plan(
         sandbox,
     };
     Ok((plan, protected))
+}
+
+/// Where a command of this plan runs: in one of the session's sandboxes, which stay from
+/// command to command, where the kernel gives them a PID namespace of their own; else in a
+/// helper of its own.
+fn place<'a>(plan: &'a HelperPlan, ctx: &ToolContext) -> Place<'a> {
+    match &plan.sandbox {
+        Some(sandbox) if sandbox.support.mounts && sandbox.support.pid_namespace => {
+            Place::Sandbox {
+                plan,
+                pool: ctx.session().state::<Sandboxes>(),
+            }
+        }
+        _ => Place::Helper(plan),
+    }
 }
 
 /// The session's private temp directory (0700, removed with the session; see
@@ -449,7 +475,8 @@ pub(super) async fn run_foreground(
         .await?
     };
     let timeout = Duration::from_millis(args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS));
-    let mut running = spawn(&helper, &plan, &env)
+    let mut running = spawn(&helper, place(&plan, ctx), &env)
+        .await
         .map_err(|e| ToolError::io(format!("starting `{}`", args.command), e))?;
     let mut output = OutputBuffer::new(ctx.env().spill(), KEEP_BYTES).with_max_spill(MAX_LOG_BYTES);
     let mut last_line = String::new();
@@ -542,7 +569,8 @@ async fn start_background(
         })
         .await?
     };
-    let running = spawn(&helper, &plan, &env)
+    let running = spawn(&helper, place(&plan, ctx), &env)
+        .await
         .map_err(|e| ToolError::io(format!("starting `{}`", args.command), e))?;
     let jobs = ctx.session().state::<Jobs>();
     let job = jobs.start(running, args.command.clone(), protected, ctx.env().spill());
