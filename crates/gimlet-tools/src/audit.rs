@@ -213,7 +213,7 @@ fn secret_patterns() -> &'static [(Regex, &'static str)] {
 }
 
 /// Arguments with credentials replaced by `[redacted]`: values of credential-named keys, and
-/// credential-looking parts of strings ([`SECRET_PATTERNS`]: private keys, JWTs, URL
+/// credential-looking parts of strings (a table of patterns: private keys, JWTs, URL
 /// passwords, auth headers, password flags, `NAME=value`, known token formats).
 pub fn redact(value: &Value) -> Value {
     match value {
