@@ -9,7 +9,9 @@
 //!   re-run as the server: read a line, open, stat, read and close the file, write a line), to
 //!   tell the machine's cost of system calls and wake-ups from gimlet's;
 //! - with `GIMLET_BENCH_OTHER` set, the same for another MCP server (`bench/stdio-compare.sh`);
-//! - N calls sent at once against N one after another (`grep` over a tree, small `read`s).
+//! - N calls sent at once against N one after another (`grep` over a tree, small `read`s);
+//! - `echo hello` through `bash` (sandboxed where the kernel allows), call to result, beside
+//!   `bash -c 'echo hello'` run directly (`cargo bench --bench stdio -- bash` runs only this).
 //!
 //! Run on a quiet machine; the figures go into docs/performance.md.
 
@@ -337,6 +339,12 @@ fn main() {
     let root = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("small.txt"), "one\ntwo\nthree\n").unwrap();
+    // `cargo bench --bench stdio -- bash`: only the command case.
+    let only_bash = std::env::args().any(|a| a == "bash");
+    if only_bash {
+        commands(root.path(), data.path());
+        return;
+    }
 
     let starts = cold_starts(|| Server::spawn(root.path(), data.path()));
     // Small reads one after another.
@@ -370,6 +378,65 @@ fn main() {
     }
     let tree = tempfile::tempdir().unwrap();
     parallel(tree.path(), data.path());
+    commands(root.path(), data.path());
+}
+
+/// How many `echo hello` commands are timed.
+const COMMANDS: usize = 1000;
+
+/// `echo hello` through `bash` over stdio, call to result (sandboxed where the kernel allows),
+/// beside `bash -c 'echo hello'` run directly by this process: what a command costs through
+/// gimlet, and what it costs at all.
+fn commands(root: &std::path::Path, data: &std::path::Path) {
+    let call = serde_json::json!({"name": "bash", "arguments": {"command": "echo hello"}});
+    let mut server = Server::spawn(root, data);
+    server.initialize();
+    let id = server.send("tools/call", &call);
+    let first = server.wait_for(id);
+    let sandboxed = first["result"]["structuredContent"]["sandboxed"] == true;
+    for _ in 0..50 {
+        let id = server.send("tools/call", &call);
+        server.wait_for(id);
+    }
+    let mut through = Vec::with_capacity(COMMANDS);
+    let mut direct = Vec::with_capacity(COMMANDS);
+    // Alternating, so that a busy moment of the machine weighs on both alike.
+    for _ in 0..COMMANDS {
+        let started = Instant::now();
+        let id = server.send("tools/call", &call);
+        let reply = server.wait_for(id);
+        through.push(started.elapsed());
+        assert_eq!(reply["result"]["isError"], false, "{reply}");
+        let started = Instant::now();
+        let output = Command::new("bash")
+            .args(["-c", "echo hello"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        direct.push(started.elapsed());
+        assert_eq!(output.stdout, b"hello\n");
+    }
+    server.stop();
+    through.sort();
+    direct.sort();
+    let sandbox = if sandboxed {
+        "sandboxed"
+    } else {
+        "not sandboxed"
+    };
+    println!("\n`echo hello`, {COMMANDS} times each, alternating");
+    println!("| measure | median | p10 | p90 |");
+    println!("|---|---|---|---|");
+    row(
+        &format!("through `bash` over stdio ({sandbox})"),
+        &through,
+        true,
+    );
+    row("`bash -c 'echo hello'` run directly", &direct, true);
+    println!(
+        "ratio of the medians: {:.2}",
+        ms(percentile(&through, 0.5)) / ms(percentile(&direct, 0.5))
+    );
 }
 
 /// N calls sent at once against N times one call, for `grep` over a tree and small `read`s.

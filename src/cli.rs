@@ -206,6 +206,7 @@ fn setup(global: &GlobalArgs) -> anyhow::Result<(ToolEnv, ToolRegistry, Shape)> 
         .sandbox(sandbox)
         .policy(config.policy(global.mode.map(Mode::from))?)
         .settings(config.tools.clone())
+        .unix_sockets(config.sandbox.unix_sockets.clone())
         .budget(config.budget);
     if config.output.max_lines.is_some() || config.output.max_bytes.is_some() {
         // Limits left at their defaults may be lowered for a client that shows its model less.
@@ -459,7 +460,8 @@ impl Asker for TerminalAsker {
             } else {
                 format!(" ({})", question.options.join(" / "))
             };
-            match Self::prompt(format!("{}{options}\n> ", question.question)).await {
+            let text = gimlet_tools::permission::visible(&question.question);
+            match Self::prompt(format!("{text}{options}\n> ")).await {
                 Some(answer) if !answer.is_empty() => Answer::Answered(answer),
                 _ => Answer::Declined,
             }

@@ -51,6 +51,11 @@ fn main() -> ExitCode {
     }
     let args = Args::parse();
     cli::init_logging(args.global.log_level.as_deref());
+    // The server's environment holds its credentials: other processes of the user must not
+    // read it from /proc (sandboxed commands cannot see the server at all).
+    if let Err(err) = gimlet_tools::sandbox::shield_process() {
+        tracing::warn!("cannot hide the process from other processes of the user: {err}");
+    }
     let command = args
         .command
         .unwrap_or_else(|| Command::Serve(cli::ServeArgs::default()));

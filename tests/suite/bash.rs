@@ -277,7 +277,7 @@ async fn the_sandbox_confines_writes_and_the_network() {
             .await,
     );
     assert!(
-        text.contains("Permission denied") && text.contains("looks blocked by the sandbox"),
+        text.contains("Read-only file system") && text.contains("looks blocked by the sandbox"),
         "{text}"
     );
     assert!(!target.exists());
@@ -344,6 +344,217 @@ async fn a_blocked_command_runs_again_outside_the_sandbox_when_the_user_approves
     );
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "ok\n");
     assert_eq!(gimlet.handler.elicitations.lock().unwrap().len(), 1);
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn a_silent_command_sends_a_heartbeat() {
+    let gimlet = Gimlet::start().await;
+    let result = gimlet.call("bash", json!({"command": "sleep 3"})).await;
+    ok_text(&result);
+    let progress = gimlet.handler.progress.lock().unwrap().clone();
+    assert!(
+        progress.len() >= 2,
+        "{} progress notifications: {progress:?}",
+        progress.len()
+    );
+    assert!(
+        progress.iter().all(|p| p
+            .message
+            .as_deref()
+            .is_some_and(|m| m.starts_with("running for "))),
+        "{progress:?}"
+    );
+    // And the last line, once there is output.
+    gimlet
+        .call("bash", json!({"command": "echo compiling widget; sleep 2"}))
+        .await;
+    let progress = gimlet.handler.progress.lock().unwrap().clone();
+    assert!(
+        progress.iter().any(|p| p
+            .message
+            .as_deref()
+            .is_some_and(|m| m.ends_with(": compiling widget"))),
+        "{progress:?}"
+    );
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn the_sandbox_stays_between_commands_starts_each_clean_and_follows_new_protected_files() {
+    if !sandbox_works() {
+        skip("this kernel cannot enforce the sandbox (Landlock and seccomp)");
+        return;
+    }
+    let gimlet = Gimlet::start().await;
+    let namespace = |text: &str| text.lines().next().unwrap_or_default().to_owned();
+    let mark = marker();
+    let first = ok_text(
+        &gimlet
+            .call(
+                "bash",
+                json!({"command": format!("readlink /proc/self/ns/pid; sleep {mark} &")}),
+            )
+            .await,
+    );
+    // The same sandbox (PID namespace) runs the next command, and nothing of the last one
+    // is left in it.
+    let second = ok_text(
+        &gimlet
+            .call(
+                "bash",
+                json!({"command": "readlink /proc/self/ns/pid; ps -e -o comm= | grep -cx sleep"}),
+            )
+            .await,
+    );
+    assert_eq!(namespace(&first), namespace(&second), "{first}\n{second}");
+    assert!(second.lines().nth(1) == Some("0"), "{second}");
+    assert!(processes_with(&mark).is_empty());
+    // A protected file that appears between commands is protected from the next one on (a
+    // new sandbox is made for it).
+    std::fs::write(gimlet.root().join(".envrc"), "export A=1\n").unwrap();
+    let third = ok_text(
+        &gimlet
+            .call(
+                "bash",
+                json!({"command": "readlink /proc/self/ns/pid; echo evil >> .envrc"}),
+            )
+            .await,
+    );
+    assert_ne!(namespace(&first), namespace(&third), "{third}");
+    assert_eq!(
+        std::fs::read_to_string(gimlet.root().join(".envrc")).unwrap(),
+        "export A=1\n",
+        "{third}"
+    );
+    gimlet.stop().await;
+}
+
+/// The `decision` a test client gives: `allow_session` to the mode's questions, `outside` to
+/// the question about running a command again outside the sandbox.
+fn answering_outside(outside: &'static str) -> TestClient {
+    TestClient::answering(move |request: &ElicitRequestParams| {
+        let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
+            return ElicitResult::new(ElicitationAction::Decline);
+        };
+        let decision = if message.contains("outside the sandbox") {
+            outside
+        } else {
+            "allow_session"
+        };
+        ElicitResult::new(ElicitationAction::Accept).with_content(json!({"decision": decision}))
+    })
+}
+
+#[tokio::test]
+async fn allow_outside_the_sandbox_for_the_session_covers_the_next_such_command() {
+    if !sandbox_works() {
+        skip("this kernel cannot enforce the sandbox (Landlock and seccomp)");
+        return;
+    }
+    let gimlet = Gimlet::start_with(answering_outside("allow_session"), &[]).await;
+    let outside = tempfile::tempdir().unwrap();
+    let first = outside.path().join("one");
+    let text = ok_text(
+        &gimlet
+            .call(
+                "bash",
+                json!({"command": format!("mkdir -p {}", first.display())}),
+            )
+            .await,
+    );
+    assert!(
+        text.contains("ran again outside the sandbox") && first.is_dir(),
+        "{text}"
+    );
+    assert_eq!(gimlet.handler.elicitations.lock().unwrap().len(), 1);
+    // `mkdir*` outside the sandbox is allowed for the session: no question, no sandboxed try.
+    let second = outside.path().join("two");
+    let result = gimlet
+        .call(
+            "bash",
+            json!({"command": format!("mkdir -p {}", second.display())}),
+        )
+        .await;
+    let text = ok_text(&result);
+    assert!(
+        text.contains("as the user allowed for this session") && second.is_dir(),
+        "{text}"
+    );
+    assert_eq!(result.structured_content.unwrap()["sandboxed"], false);
+    assert_eq!(gimlet.handler.elicitations.lock().unwrap().len(), 1);
+    // Another command is judged afresh.
+    let third = outside.path().join("three");
+    ok_text(
+        &gimlet
+            .call(
+                "bash",
+                json!({"command": format!("touch {}", third.display())}),
+            )
+            .await,
+    );
+    assert_eq!(gimlet.handler.elicitations.lock().unwrap().len(), 2);
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn a_session_grant_to_run_without_asking_does_not_let_a_command_leave_the_sandbox() {
+    if !sandbox_works() {
+        skip("this kernel cannot enforce the sandbox (Landlock and seccomp)");
+        return;
+    }
+    // Strict mode asks before every command; the user allows `touch*` for the session, and
+    // declines running it outside the sandbox.
+    let gimlet = Gimlet::start_with(answering_outside("deny"), &["--mode", "strict"]).await;
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("t");
+    for round in 1..=2 {
+        let text = ok_text(
+            &gimlet
+                .call(
+                    "bash",
+                    json!({"command": format!("touch {}", target.display())}),
+                )
+                .await,
+        );
+        assert!(
+            text.contains("looks blocked by the sandbox") && !target.exists(),
+            "{text}"
+        );
+        let asked = gimlet.handler.elicitations.lock().unwrap().len();
+        // Round 1: the mode's question and the one about leaving the sandbox; round 2: only
+        // the latter (the grant covers the first).
+        assert_eq!(asked, if round == 1 { 2 } else { 3 });
+    }
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn a_plugin_the_sandbox_stopped_is_run_again_outside_when_approved() {
+    if !sandbox_works() {
+        skip("this kernel cannot enforce the sandbox (Landlock and seccomp)");
+        return;
+    }
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("plugin.txt");
+    let config = format!(
+        "[[plugins]]\nname = \"outside\"\ndescription = \"writes outside\"\n\
+         command = \"echo done > {}\"\n",
+        target.display()
+    );
+    // Nobody to ask: the first result stays, saying why.
+    let (gimlet, _dir) = Gimlet::start_with_config(TestClient::default(), &config, &[]).await;
+    let text = err_text(&gimlet.call("outside", json!({})).await);
+    assert!(
+        text.contains("looks blocked by the sandbox") && !target.exists(),
+        "{text}"
+    );
+    gimlet.stop().await;
+    let (gimlet, _dir) =
+        Gimlet::start_with_config(answering_outside("allow_once"), &config, &[]).await;
+    let text = ok_text(&gimlet.call("outside", json!({})).await);
+    assert!(text.contains("ran again outside the sandbox"), "{text}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "done\n");
     gimlet.stop().await;
 }
 

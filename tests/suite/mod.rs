@@ -3,6 +3,7 @@ mod crash;
 mod escapes;
 mod extending;
 mod file_tools;
+mod hostile;
 pub(crate) mod http;
 mod initialize;
 mod more_tools;

@@ -146,7 +146,11 @@ pub(crate) fn approval_schema(request: &AskRequest) -> Value {
     if let Some(pattern) = &request.session_pattern {
         choices.push(json!({
             "const": "allow_session",
-            "title": format!("Allow for this session: {} {pattern}", request.tool),
+            "title": format!(
+                "Allow for this session: {} {}",
+                request.tool,
+                gimlet_tools::permission::visible(pattern)
+            ),
         }));
     }
     choices.push(json!({"const": "deny", "title": "Deny"}));
@@ -270,7 +274,7 @@ impl Asker for ElicitationAsker {
             }
             let answer = self
                 .elicit(
-                    question.question.clone(),
+                    gimlet_tools::permission::visible(&question.question).into_owned(),
                     question_schema(question),
                     question.timeout,
                 )

@@ -305,10 +305,10 @@ impl Round {
         Answer::Pending(Box::new(gimlet_tools::permission::PendingAsk {
             state: json!({
                 "sealed": sealer.seal(&state, &self.binding),
-                "message": question.question,
+                "message": gimlet_tools::permission::visible(&question.question),
                 "schema": crate::ask::question_schema(question),
             }),
-            message: question.question.clone(),
+            message: gimlet_tools::permission::visible(&question.question).into_owned(),
         }))
     }
 }

@@ -4,7 +4,7 @@
 //! anything. A project's file (`.gimlet.toml` at a root) can only tighten: its deny and ask
 //! rules apply, its allow rules are ignored, its mode applies only if stricter, and it can
 //! disable tools and lower budgets and limits. Nothing a tool does can change either file
-//! (`.gimlet*` is a protected path, and the user's file lies outside the roots).
+//! (`.gimlet.toml` is a protected path, and the user's file lies outside the roots).
 
 use std::path::{Path, PathBuf};
 
@@ -80,6 +80,20 @@ impl Default for BashSettings {
             network: false,
         }
     }
+}
+
+/// `[sandbox]`: what sandboxed commands may not change, and what they may reach.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct SandboxConfig {
+    /// More protected paths, relative to the top of each root and repository (the built-in
+    /// list is in `docs/security.md`): read-only to sandboxed commands, and the file tools ask
+    /// before changing them.
+    pub protected: Vec<String>,
+    /// Unix sockets outside the roots that sandboxed commands may connect to (an SSH agent's,
+    /// for example). Every other socket outside the roots is refused.
+    pub unix_sockets: Vec<PathBuf>,
 }
 
 /// `[permissions]`.
@@ -218,6 +232,8 @@ pub struct ConfigFile {
     pub hooks: Vec<HookConfig>,
     /// `[[plugins]]`: tools that run a command.
     pub plugins: Vec<PluginConfig>,
+    /// `[sandbox]`.
+    pub sandbox: SandboxConfig,
     /// Deny and ask rules from project files (see [`ConfigFile::tighten_with`]).
     #[serde(skip)]
     pub project_rules: Vec<Rule>,
@@ -310,6 +326,11 @@ impl ConfigFile {
             self.project_mode = Some(stricter(self.project_mode, mode));
         }
         self.disabled_tools.extend(project.disabled_tools);
+        // More protection only tightens; reaching more sockets would loosen.
+        self.sandbox.protected.extend(project.sandbox.protected);
+        if !project.sandbox.unix_sockets.is_empty() {
+            ignored.push(String::from("[sandbox] unix_sockets"));
+        }
         self.budget.max_calls = min_some(self.budget.max_calls, project.budget.max_calls);
         self.budget.max_tool_seconds = min_some(
             self.budget.max_tool_seconds,
@@ -359,6 +380,9 @@ impl ConfigFile {
     ) -> Result<crate::permission::Policy, crate::permission::RuleError> {
         use crate::permission::{Policy, RuleOrigin};
         Policy::new(self.mode(mode))
+            .with_protected(crate::sandbox::protected::Protected::new(
+                self.sandbox.protected.iter().cloned(),
+            ))
             .with_rules(self.permissions.rules.iter().cloned(), RuleOrigin::User)?
             .with_rules(self.project_rules.iter().cloned(), RuleOrigin::Project)
     }
@@ -519,5 +543,29 @@ mod tests {
             "--mode cannot loosen a project"
         );
         assert_eq!(strict.mode(Some(Mode::ReadOnly)), Mode::ReadOnly);
+    }
+
+    #[test]
+    fn the_sandbox_section_extends_the_protected_list_and_a_project_cannot_open_sockets() {
+        let mut config = ConfigFile::parse(
+            "[sandbox]\nprotected = [\"Makefile.local\"]\nunix_sockets = [\"/run/agent.sock\"]\n",
+            Path::new("config.toml"),
+        )
+        .unwrap();
+        let project = ConfigFile::parse(
+            "[sandbox]\nprotected = [\"deploy\"]\nunix_sockets = [\"/run/docker.sock\"]\n",
+            Path::new(".gimlet.toml"),
+        )
+        .unwrap();
+        let ignored = config.tighten_with(project);
+        assert_eq!(ignored, vec!["[sandbox] unix_sockets"]);
+        assert_eq!(
+            config.sandbox.unix_sockets,
+            [PathBuf::from("/run/agent.sock")]
+        );
+        let policy = config.policy(None).unwrap();
+        for path in ["Makefile.local", "deploy/run.sh", ".mcp.json"] {
+            assert!(policy.is_protected(Path::new(path)), "{path}");
+        }
     }
 }

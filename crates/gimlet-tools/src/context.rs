@@ -211,6 +211,7 @@ pub struct ToolEnvBuilder {
     spill_dir: Option<PathBuf>,
     sandbox: SandboxSetting,
     exec_helper: Option<PathBuf>,
+    unix_sockets: Vec<PathBuf>,
     client_name: Option<String>,
     settings: Option<Settings>,
     hooks: Vec<Arc<dyn Hook>>,
@@ -288,6 +289,14 @@ impl ToolEnvBuilder {
     #[must_use]
     pub fn exec_helper(mut self, path: impl Into<PathBuf>) -> Self {
         self.exec_helper = Some(path.into());
+        self
+    }
+
+    /// Unix sockets outside the roots that sandboxed commands may connect to (an SSH
+    /// agent's); every other one outside the roots is refused.
+    #[must_use]
+    pub fn unix_sockets(mut self, sockets: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.unix_sockets.extend(sockets);
         self
     }
 
@@ -370,11 +379,14 @@ impl ToolEnvBuilder {
             policy: RwLock::new(Arc::new(self.policy.unwrap_or_default())),
             limits: self.limits.unwrap_or_default(),
             spill,
-            exec: Arc::new(Exec::with_cache(
-                self.exec_helper,
-                self.sandbox,
-                Some(spill_dir.join(".sandbox-probe.json")),
-            )),
+            exec: Arc::new(
+                Exec::with_cache(
+                    self.exec_helper,
+                    self.sandbox,
+                    Some(spill_dir.join(".sandbox-probe.json")),
+                )
+                .with_unix_sockets(self.unix_sockets),
+            ),
             client_name: self.client_name,
             settings: Arc::new(self.settings.unwrap_or_default()),
             hooks: self.hooks,

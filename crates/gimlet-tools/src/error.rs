@@ -55,6 +55,11 @@ pub enum ToolError {
     /// The session used up a budget (`[budget]` in the config).
     #[error("{0}")]
     BudgetExceeded(String),
+    /// The sandbox stopped a command (`bash`, a plugin tool). The pipeline decides whether it
+    /// runs again outside the sandbox ([`crate::sandbox::SandboxDenied`]); it never reaches
+    /// the caller of [`crate::pipeline::run`].
+    #[error("{0}")]
+    SandboxDenied(Box<crate::sandbox::SandboxDenied>),
     /// Any other failure, with a message for the model.
     #[error("{0}")]
     Failed(String),
@@ -92,6 +97,7 @@ impl ToolError {
             Self::Io { .. } => "io",
             Self::InputRequired(_) => "input_required",
             Self::BudgetExceeded(_) => "budget_exceeded",
+            Self::SandboxDenied(_) => "sandbox_denied",
             Self::Failed(_) => "failed",
         }
     }

@@ -9,7 +9,8 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::output::{LongText, OutputBuffer};
-use crate::process::{Ending, Running};
+use crate::process::{Ending, Event, Running};
+use crate::sandbox::protected::Scan;
 use crate::spill::SpillStore;
 
 /// Unread output kept per job; older unread output is dropped (the log keeps everything).
@@ -32,6 +33,9 @@ pub(crate) struct Job {
     pub(crate) command: String,
     pub(crate) sandboxed: bool,
     pub(crate) started: Instant,
+    /// What the sandbox protects for it: what it planted is undone when it ends (and before
+    /// each command of the session while it runs).
+    protected: Option<Arc<Scan>>,
     state: Mutex<JobState>,
     stop: CancellationToken,
     done: watch::Receiver<bool>,
@@ -102,17 +106,19 @@ impl Jobs {
         &self,
         mut running: Running,
         command: String,
-        sandboxed: bool,
+        protected: Option<Scan>,
         spill: &SpillStore,
     ) -> Arc<Job> {
+        let protected = protected.map(Arc::new);
         let id = format!("job-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
         let (done_tx, done_rx) = watch::channel(false);
         let stop = CancellationToken::new();
         let job = Arc::new(Job {
             id,
             command,
-            sandboxed,
+            sandboxed: protected.is_some(),
             started: running.started(),
+            protected: protected.clone(),
             state: Mutex::new(JobState {
                 unread: Vec::new(),
                 dropped: 0,
@@ -130,7 +136,10 @@ impl Jobs {
         let reader = Arc::clone(&job);
         tokio::spawn(async move {
             let outcome = running
-                .run(None, &stop, |bytes| {
+                .run(None, &stop, None, |event| {
+                    let Event::Output(bytes) = event else {
+                        return;
+                    };
                     let mut state = reader.state.lock().unwrap_or_else(PoisonError::into_inner);
                     if let Some(log) = &mut state.log {
                         log.push_bytes(bytes);
@@ -143,6 +152,19 @@ impl Jobs {
                     }
                 })
                 .await;
+            if let Some(protected) = protected {
+                let notes = tokio::task::spawn_blocking(move || protected.undo_planted())
+                    .await
+                    .unwrap_or_default();
+                let mut state = reader.state.lock().unwrap_or_else(PoisonError::into_inner);
+                for note in notes {
+                    let line = format!("\n[{note}]\n");
+                    state.unread.extend_from_slice(line.as_bytes());
+                    if let Some(log) = &mut state.log {
+                        log.push_bytes(line.as_bytes());
+                    }
+                }
+            }
             let mut state = reader.state.lock().unwrap_or_else(PoisonError::into_inner);
             state.status = match outcome.ending {
                 Ending::Exited(code) => JobStatus::Exited(code),
@@ -168,6 +190,23 @@ impl Jobs {
             .iter()
             .find(|j| j.id == id)
             .cloned()
+    }
+
+    /// Undoes what running sandboxed jobs planted so far (protected paths they created).
+    /// Blocking. Returns a note per path.
+    pub(crate) fn undo_planted(&self) -> Vec<String> {
+        let running: Vec<Arc<Scan>> = self
+            .jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|j| j.status() == JobStatus::Running)
+            .filter_map(|j| j.protected.clone())
+            .collect();
+        running
+            .iter()
+            .flat_map(|scan| scan.undo_planted())
+            .collect()
     }
 
     /// The jobs, for messages: `job-1 (running: npm run dev)`.

@@ -20,6 +20,7 @@ use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};
 
 use crate::context::ToolContext;
+use crate::sandbox::protected::Protected;
 use crate::shell::Script;
 use crate::tool::ToolFlags;
 
@@ -249,7 +250,7 @@ pub struct AskRequest {
 }
 
 impl AskRequest {
-    /// The message shown to the user.
+    /// The message shown to the user, with control characters made visible ([`visible`]).
     pub fn message(&self) -> String {
         let mut text = format!(
             "The `{}` tool wants to {}.\nAsking because {}.",
@@ -261,8 +262,43 @@ impl AskRequest {
             text.push_str("\n\n");
             text.push_str(detail);
         }
-        text
+        visible(&text).into_owned()
     }
+}
+
+/// Text for a question to the user, with every character that could hide or disguise part
+/// of it written out as an escape: terminal controls (`\x1b[2K` erasing a line, `\x1b[1A`
+/// moving up, colours), a bare carriage return (`\r`, which lets later text overwrite the
+/// start of the line), other C0 and C1 controls, and the Unicode characters that reorder or
+/// hide text (bidirectional overrides and isolates U+202A-U+202E and U+2066-U+2069, marks,
+/// zero-width characters, line and paragraph separators). Newlines and tabs stay as they are.
+pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    fn hidden(c: char) -> bool {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(
+                c,
+                '\u{061c}'
+                    | '\u{200b}'..='\u{200f}'
+                    | '\u{2028}'..='\u{202e}'
+                    | '\u{2060}'..='\u{2069}'
+                    | '\u{feff}'
+            )
+    }
+    if !text.chars().any(hidden) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '\r' => out.push_str("\\r"),
+            c if hidden(c) && u32::from(c) < 0x100 => {
+                out.push_str(&format!("\\x{:02x}", u32::from(c)));
+            }
+            c if hidden(c) => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// The user's answer to an [`AskRequest`].
@@ -389,30 +425,12 @@ impl CompiledRule {
     }
 }
 
-/// Paths that always ask before a write, relative to a root (and shell rc files anywhere).
-pub const PROTECTED_PATTERNS: &[&str] = &[
-    ".git/hooks/**",
-    ".git/config",
-    ".mcp.json",
-    ".vscode/**",
-    ".claude/**",
-    ".gimlet*",
-    ".gimlet*/**",
-    "**/.bashrc",
-    "**/.bash_profile",
-    "**/.profile",
-    "**/.zshrc",
-    "**/.zprofile",
-    "**/.zshenv",
-    "**/.config/fish/**",
-];
-
 /// The policy: a mode, rules, grants made during the session, and the protected paths.
 #[derive(Debug)]
 pub struct Policy {
     mode: Mode,
     rules: Vec<CompiledRule>,
-    protected: globset::GlobSet,
+    protected: Protected,
 }
 
 /// A rule whose pattern is not a valid glob.
@@ -433,20 +451,24 @@ impl Default for Policy {
 impl Policy {
     /// A policy with a mode and no rules.
     pub fn new(mode: Mode) -> Self {
-        let mut builder = globset::GlobSetBuilder::new();
-        for pattern in PROTECTED_PATTERNS {
-            if let Ok(glob) = Glob::new(pattern) {
-                builder.add(glob);
-            }
-        }
-        let protected = builder
-            .build()
-            .unwrap_or_else(|_| globset::GlobSet::empty());
         Self {
             mode,
             rules: Vec::new(),
-            protected,
+            protected: Protected::default(),
         }
+    }
+
+    /// Sets the protected list (the built-in one plus the config file's entries): the file
+    /// tools ask before changing what it matches, and sandboxed commands cannot change it.
+    #[must_use]
+    pub fn with_protected(mut self, protected: Protected) -> Self {
+        self.protected = protected;
+        self
+    }
+
+    /// The protected list.
+    pub fn protected(&self) -> &Protected {
+        &self.protected
     }
 
     /// Adds rules. `allow` rules from a [`RuleOrigin::Project`] file are dropped: a project
@@ -492,9 +514,9 @@ impl Policy {
         self.rules.iter().map(|r| (&r.rule, r.origin))
     }
 
-    /// Whether a root-relative path is protected.
+    /// Whether a root-relative path is protected ([`Protected::matches`]).
     pub fn is_protected(&self, relative: &Path) -> bool {
-        self.protected.is_match(relative)
+        self.protected.matches(relative)
     }
 
     fn strongest_rule(&self, tool: &str, access: &Access) -> Option<&CompiledRule> {
@@ -577,6 +599,45 @@ impl Policy {
             session_pattern,
             accesses: asks.into_iter().map(|(_, a)| a.clone()).collect(),
         })
+    }
+
+    /// Judges running a command again outside the sandbox, after the sandbox stopped it: the
+    /// mode and the rules decide as for any unsandboxed command, but the session's ordinary
+    /// grants do not count (letting a command run without asking is not letting it leave the
+    /// sandbox; those answers are kept apart, see [`crate::sandbox::OutsideGrants`]). The
+    /// trusted mode never asks, so it never leaves the sandbox: the roots hold.
+    pub fn judge_escalation(
+        &self,
+        tool: &str,
+        flags: ToolFlags,
+        access: &Access,
+        ctx: &ToolContext,
+    ) -> Permission {
+        if self.mode == Mode::Trusted {
+            ctx.record_decision(false, "mode trusted");
+            return Permission::Deny(String::from(
+                "the trusted mode never runs a command outside the sandbox, so the roots hold; \
+                 run gimlet with --mode default to be asked instead",
+            ));
+        }
+        match self.judge_one(tool, flags, access) {
+            (Verdict::Allow, by) => {
+                ctx.record_decision(true, by);
+                Permission::Allow
+            }
+            (Verdict::Deny(why), by) => {
+                ctx.record_decision(false, by);
+                Permission::Deny(why)
+            }
+            (Verdict::Ask(reason), _) => Permission::Ask(AskRequest {
+                tool: tool.to_owned(),
+                summary: format!("{} {}", access.verb(), access.subject()),
+                detail: None,
+                reason,
+                session_pattern: Some(access.session_pattern()),
+                accesses: vec![access.clone()],
+            }),
+        }
     }
 
     /// One access: the verdict and who decided it (`mode default`, `rule deny bash rm*` ...).

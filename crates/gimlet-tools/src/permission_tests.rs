@@ -485,3 +485,33 @@ fn invalid_rule_patterns_are_reported() {
         .unwrap_err();
     assert!(err.to_string().contains("invalid pattern `a[b`"), "{err}");
 }
+
+#[test]
+fn questions_show_hidden_characters_as_escapes() {
+    assert_eq!(visible("plain\n\ttext"), "plain\n\ttext");
+    assert_eq!(
+        visible("echo ok \u{1b}[2K\u{1b}[1Aharmless; rm -rf x"),
+        "echo ok \\x1b[2K\\x1b[1Aharmless; rm -rf x"
+    );
+    assert_eq!(visible("a\rb\r\nc"), "a\\rb\\r\nc");
+    assert_eq!(visible("x\u{202e}cod.exe"), "x\\u{202e}cod.exe");
+    assert_eq!(
+        visible("\u{2066}a\u{2069}\u{200b}\u{feff}"),
+        "\\u{2066}a\\u{2069}\\u{200b}\\u{feff}"
+    );
+    assert_eq!(visible("\u{7f}\u{9b}\u{0}"), "\\x7f\\x9b\\x00");
+    let request = AskRequest {
+        tool: String::from("bash"),
+        summary: String::from("run echo \u{1b}[31mred"),
+        detail: Some(String::from("line\rover")),
+        reason: AskReason::Mode,
+        session_pattern: None,
+        accesses: Vec::new(),
+    };
+    let message = request.message();
+    assert!(
+        !message.contains('\u{1b}') && !message.contains('\r'),
+        "{message:?}"
+    );
+    assert!(message.contains("\\x1b[31mred") && message.contains("line\\rover"));
+}

@@ -2,9 +2,10 @@
 //! environment, streaming its output into bounded memory, and stopping it on time.
 
 use std::ffi::{OsStr, OsString};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use globset::{GlobBuilder, GlobSetBuilder};
@@ -13,7 +14,9 @@ use tokio::net::unix::pipe;
 use tokio::process::{Child, ChildStdin};
 
 use crate::config::BashSettings;
-use crate::sandbox::{HelperPlan, KILL_GRACE_MS, helper_args};
+use crate::sandbox::pool::{Sandbox, Sandboxes};
+use crate::sandbox::protocol::Request;
+use crate::sandbox::{HelperPlan, KILL_GRACE_MS, SANDBOX_FAILED, helper_args};
 
 /// Variables every command gets: nothing waits for a terminal, a pager, or an editor.
 pub(crate) const NON_INTERACTIVE: &[(&str, &str)] = &[
@@ -83,50 +86,187 @@ pub(crate) fn shell(settings: &BashSettings) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/bin/sh"))
 }
 
-/// A command running under the helper.
+/// A command running under a helper.
 pub(crate) struct Running {
-    child: Child,
-    /// Dropping this makes the helper stop the command and everything it started.
-    control: Option<ChildStdin>,
+    runner: Runner,
     output: pipe::Receiver,
     started: Instant,
 }
 
+/// What runs a command.
+enum Runner {
+    /// A helper started for this command alone (unsandboxed, or sandboxed where no sandbox can
+    /// stay); it exits with the command.
+    Helper {
+        child: Child,
+        /// Dropping this makes the helper stop the command and everything it started.
+        control: Option<ChildStdin>,
+    },
+    /// One of the session's sandboxes, which stays for the next command
+    /// ([`crate::sandbox::pool`]). `None` once it was given up (it then stops everything).
+    Sandbox {
+        sandbox: Option<Sandbox>,
+        pool: Arc<Sandboxes>,
+    },
+}
+
 impl std::fmt::Debug for Running {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Running")
-            .field("pid", &self.child.id())
-            .finish_non_exhaustive()
+        let mut out = f.debug_struct("Running");
+        if let Runner::Helper { child, .. } = &self.runner {
+            out.field("pid", &child.id());
+        }
+        out.finish_non_exhaustive()
     }
 }
 
-/// Starts the helper for a plan. Its stdout and stderr are one pipe (combined output).
-pub(crate) fn spawn(
+/// Where a command runs: a helper of its own, or one of the session's sandboxes.
+pub(crate) enum Place<'a> {
+    /// A helper started for it (`plan` says unsandboxed, or a one-time sandbox).
+    Helper(&'a HelperPlan),
+    /// A sandbox of the session that stays: the plan's sandbox, from `pool` or new.
+    Sandbox {
+        /// The command and its sandbox.
+        plan: &'a HelperPlan,
+        /// The session's idle sandboxes.
+        pool: Arc<Sandboxes>,
+    },
+}
+
+/// Starts a command. Its stdout and stderr are one pipe (combined output).
+pub(crate) async fn spawn(
     helper: &Path,
-    plan: &HelperPlan,
+    place: Place<'_>,
     env: &[(OsString, OsString)],
 ) -> std::io::Result<Running> {
     let (reader, writer) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
-    let writer_err: OwnedFd = writer.try_clone()?;
-    let mut command = tokio::process::Command::new(helper);
-    command
-        .args(helper_args(plan))
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::from(writer))
-        .stderr(Stdio::from(writer_err));
-    let mut child = command.spawn()?;
-    // Our copies of the write end must close, or the pipe never reaches end-of-file.
-    drop(command);
-    let control = child.stdin.take();
     let output = pipe::Receiver::from_owned_fd(reader)?;
+    let runner = match place {
+        Place::Helper(plan) => {
+            let writer_err: OwnedFd = writer.try_clone()?;
+            let mut command = tokio::process::Command::new(helper);
+            command
+                .args(helper_args(plan))
+                .env_clear()
+                .envs(env.iter().map(|(k, v)| (k, v)))
+                .stdin(Stdio::piped())
+                .stdout(Stdio::from(writer))
+                .stderr(Stdio::from(writer_err));
+            let mut child = command.spawn()?;
+            // Our copies of the write end must close, or the pipe never reaches end-of-file.
+            drop(command);
+            let control = child.stdin.take();
+            Runner::Helper { child, control }
+        }
+        Place::Sandbox { plan, pool } => {
+            let Some(sandbox_plan) = &plan.sandbox else {
+                return Err(std::io::Error::other("a sandbox needs a sandbox plan"));
+            };
+            let request = Request {
+                shell: plan.shell.clone(),
+                command: plan.command.clone(),
+                workdir: plan.workdir.clone(),
+                env: Request::env_from(env),
+            };
+            // An idle sandbox may have gone meanwhile (killed from outside): then a new one.
+            let sandbox = match pool.take(sandbox_plan) {
+                Some(mut idle) => match idle.send(request.clone(), writer.as_fd()).await {
+                    Ok(()) => idle,
+                    Err(_) => {
+                        let mut fresh = Sandbox::start(helper, sandbox_plan)?;
+                        fresh.send(request, writer.as_fd()).await?;
+                        fresh
+                    }
+                },
+                None => {
+                    let mut fresh = Sandbox::start(helper, sandbox_plan)?;
+                    fresh.send(request, writer.as_fd()).await?;
+                    fresh
+                }
+            };
+            // The sandbox has its own copy now; ours must close for end-of-file.
+            drop(writer);
+            Runner::Sandbox {
+                sandbox: Some(sandbox),
+                pool,
+            }
+        }
+    };
     Ok(Running {
-        child,
-        control,
+        runner,
         output,
         started: Instant::now(),
     })
+}
+
+impl Runner {
+    /// Resolves when the command has ended: its exit code, and what the sandbox said if it
+    /// ended instead of answering (it could not be set up). Cancel-safe.
+    async fn exited(&mut self) -> (i32, Option<String>) {
+        match self {
+            Self::Helper { child, .. } => (code_of(child.wait().await.ok()), None),
+            Self::Sandbox { sandbox, .. } => {
+                let Some(running) = sandbox.as_mut() else {
+                    return (-1, None);
+                };
+                match running.reply().await {
+                    Ok(reply) => (reply.code, None),
+                    Err(_) => {
+                        let words = match sandbox.take() {
+                            Some(gone) => gone.last_words().await,
+                            None => String::new(),
+                        };
+                        (SANDBOX_FAILED, Some(words))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Asks for the command to stop: TERM to everything it started, a grace, then KILL.
+    fn stop(&mut self) {
+        match self {
+            Self::Helper { control, .. } => {
+                control.take();
+            }
+            Self::Sandbox { sandbox, .. } => {
+                if sandbox.as_ref().is_some_and(|s| !s.stop()) {
+                    // Giving the sandbox up stops everything in it too.
+                    sandbox.take();
+                }
+            }
+        }
+    }
+
+    /// The command did not stop in time: ends it outright.
+    fn kill(&mut self) {
+        match self {
+            Self::Helper { child, .. } => {
+                let _ = child.start_kill();
+            }
+            Self::Sandbox { sandbox, .. } => {
+                sandbox.take();
+            }
+        }
+    }
+
+    /// The command ended and the sandbox answered: it may serve the next one.
+    fn release(&mut self) {
+        if let Self::Sandbox { sandbox, pool } = self
+            && let Some(sandbox) = sandbox.take()
+        {
+            pool.put(sandbox);
+        }
+    }
+}
+
+/// What [`Running::run`] hands its sink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Event<'a> {
+    /// Output (stdout and stderr, in the order they came).
+    Output(&'a [u8]),
+    /// Time passed (see `tick`).
+    Tick,
 }
 
 /// How a command ended.
@@ -160,42 +300,62 @@ impl Running {
 
     /// Stops the command: TERM to everything it started, a grace, then KILL (the helper does it).
     pub(crate) fn stop(&mut self) {
-        self.control.take();
+        self.runner.stop();
     }
 
     /// Feeds output to `sink` until the command ends: it exits (plus a short drain), `deadline`
-    /// passes, or `cancel` fires. On timeout or cancel the command is stopped first.
+    /// passes, or `cancel` fires. On timeout or cancel the command is stopped first. With a
+    /// `tick`, `sink` also gets [`Event::Tick`] that often while the command runs, output or
+    /// not (for progress heartbeats).
     pub(crate) async fn run(
         &mut self,
         deadline: Option<Instant>,
         cancel: &tokio_util::sync::CancellationToken,
-        mut sink: impl FnMut(&[u8]),
+        tick: Option<Duration>,
+        mut sink: impl FnMut(Event<'_>),
     ) -> Outcome {
         let mut buf = vec![0u8; 64 * 1024];
         let mut ending: Option<Ending> = None;
         let mut exited: Option<i32> = None;
         let mut drain_until: Option<tokio::time::Instant> = None;
         let mut stop_until: Option<tokio::time::Instant> = None;
+        let mut answered = false;
         let far = tokio::time::Instant::now() + Duration::from_secs(365 * 24 * 3600);
         let deadline = deadline.map_or(far, tokio::time::Instant::from_std);
+        let mut ticks = tick.map(|every| {
+            let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            ticks
+        });
         loop {
             tokio::select! {
+                _ = async { ticks.as_mut()?.tick().await; Some(()) }, if ticks.is_some() && exited.is_none() => {
+                    sink(Event::Tick);
+                }
                 read = self.output.read(&mut buf) => match read {
                     Ok(0) | Err(_) => {
                         if exited.is_some() {
                             break;
                         }
-                        // The output closed before the helper exited: wait for its exit.
+                        // The output closed before the command was over: wait for the end.
                         drain_until.get_or_insert(tokio::time::Instant::now() + STOP_DEADLINE);
-                        if let Ok(status) = tokio::time::timeout(STOP_DEADLINE, self.child.wait()).await {
-                            exited = Some(code_of(status.ok()));
+                        if let Ok((code, words)) = tokio::time::timeout(STOP_DEADLINE, self.runner.exited()).await {
+                            if let Some(words) = words {
+                                sink(Event::Output(words.as_bytes()));
+                            }
+                            answered = true;
+                            exited = Some(code);
                         }
                         break;
                     }
-                    Ok(n) => sink(&buf[..n]),
+                    Ok(n) => sink(Event::Output(&buf[..n])),
                 },
-                status = self.child.wait(), if exited.is_none() => {
-                    exited = Some(code_of(status.ok()));
+                (code, words) = self.runner.exited(), if exited.is_none() => {
+                    if let Some(words) = words {
+                        sink(Event::Output(words.as_bytes()));
+                    }
+                    answered = true;
+                    exited = Some(code);
                     drain_until = Some(tokio::time::Instant::now() + DRAIN);
                 }
                 () = tokio::time::sleep_until(drain_until.unwrap_or(far)), if drain_until.is_some() => break,
@@ -211,10 +371,13 @@ impl Running {
                 }
                 () = tokio::time::sleep_until(stop_until.unwrap_or(far)), if stop_until.is_some() && exited.is_none() => {
                     // The helper did not stop in time: kill it; its output pipe then closes.
-                    let _ = self.child.start_kill();
+                    self.runner.kill();
                     stop_until = None;
                 }
             }
+        }
+        if answered {
+            self.runner.release();
         }
         let ending = ending.unwrap_or(Ending::Exited(exited.unwrap_or(-1)));
         Outcome {

@@ -6,7 +6,7 @@
 //! - the connection: HTTP/1.1, request headers must arrive within [`HttpConfig::header_timeout`];
 //! - [`guard`]: the bearer token (401), the cap on concurrent sessions (503), the request body
 //!   read in full within [`HttpConfig::body_timeout`] (408) and at most
-//!   [`HttpConfig::max_body_bytes`] (413);
+//!   [`HttpConfig::max_body_bytes`] (413; at once when `Content-Length` says more);
 //! - rmcp: the `Host` allowlist and the `Origin` allowlist (403), sessions (`Mcp-Session-Id`,
 //!   idle expiry, `DELETE` to end one: 200, as the SDKs' servers answer), the protocol headers.
 //!
@@ -270,6 +270,29 @@ async fn guard(State(guard): State<Guard>, mut request: Request, next: Next) -> 
     }
 
     if request.method() == Method::POST {
+        // A body declared too large is refused before any of it is read: waiting for 10 MiB
+        // that may never come would hold the connection for the whole body timeout.
+        let declared = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if declared.is_some_and(|len| len > guard.max_body_bytes as u64) {
+            // What does come is read on (and dropped) meanwhile, up to four times the limit,
+            // so that a client still sending sees the 413 rather than a broken pipe.
+            let body = request.into_body();
+            let (limit, timeout) = (guard.max_body_bytes.saturating_mul(4), guard.body_timeout);
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(timeout, read_body(body, limit)).await;
+            });
+            return refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!(
+                    "the request body is larger than {} bytes",
+                    guard.max_body_bytes
+                ),
+            );
+        }
         let (parts, body) = request.into_parts();
         let read = read_body(body, guard.max_body_bytes);
         let bytes = match tokio::time::timeout(guard.body_timeout, read).await {
@@ -559,5 +582,29 @@ mod tests {
             started.elapsed() >= Duration::from_millis(250),
             "answered by the timeout, not at once"
         );
+    }
+
+    #[tokio::test]
+    async fn a_declared_length_over_the_limit_gets_413_at_once() {
+        // A body that would take the whole body timeout to not arrive: the declared length
+        // alone decides.
+        let (addr, _dir) = serve(Duration::from_secs(10), Duration::from_secs(30)).await;
+        let mut stream = tokio::net::TcpStream::connect(addr)
+            .await
+            .expect("a connection");
+        stream
+            .write_all(
+                b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                  Accept: application/json, text/event-stream\r\nContent-Length: 10485760\r\n\r\n{",
+            )
+            .await
+            .expect("a write");
+        let mut answer = vec![0; 512];
+        let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut answer))
+            .await
+            .expect("an answer long before the body timeout")
+            .expect("a read");
+        let answer = String::from_utf8_lossy(&answer[..read]);
+        assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
     }
 }

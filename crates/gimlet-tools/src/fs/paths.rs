@@ -27,6 +27,35 @@ use rustix::fs::{FileType, Mode, OFlags};
 pub const MAX_PATH_BYTES: usize = 4096;
 /// Longest single component, in bytes (Linux `NAME_MAX`).
 pub const MAX_COMPONENT_BYTES: usize = 255;
+/// Whether `path` is in gimlet's own `/proc` entries: `/proc/self`, `/proc/thread-self`, or
+/// `/proc/<N>` where `N` is this process or one of its threads. They hold the server's
+/// environment (API keys, the HTTP token), its memory and its open files: no tool opens
+/// them, whatever the user approves. Other processes' entries are ordinary paths outside the
+/// roots.
+pub(super) fn own_process_entry(path: &Path) -> bool {
+    let mut components = path.components();
+    if components.next() != Some(Component::RootDir)
+        || components.next() != Some(Component::Normal(OsStr::new("proc")))
+    {
+        return false;
+    }
+    let Some(Component::Normal(entry)) = components.next() else {
+        return false;
+    };
+    if entry == "self" || entry == "thread-self" {
+        return true;
+    }
+    let Some(number) = entry
+        .to_str()
+        .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+    else {
+        return false;
+    };
+    // A thread of this process has an entry in its task list.
+    number.parse::<u32>().ok() == Some(std::process::id())
+        || Path::new("/proc/self/task").join(number).exists()
+}
+
 /// Symlinks followed while resolving one path before it counts as a loop (as Linux `ELOOP`).
 const MAX_SYMLINK_HOPS: usize = 40;
 
@@ -58,6 +87,15 @@ pub enum PathError {
     #[error("`{path}` is a symlink loop (more than {MAX_SYMLINK_HOPS} links followed)")]
     SymlinkLoop {
         /// Where the loop was detected.
+        path: String,
+    },
+    /// The path is one of gimlet's own `/proc` entries: `/proc/self`, `/proc/thread-self`, `/proc/<its pid or a thread id>`.
+    #[error(
+        "`{path}` is one of gimlet's own /proc entries (its environment, memory and files), \
+         which no tool opens"
+    )]
+    OwnProcess {
+        /// The path.
         path: String,
     },
     /// The path goes through a `/proc` magic link (e.g. `/proc/self/root`).
@@ -283,6 +321,11 @@ impl RootSet {
                 },
                 other => other,
             })?;
+        if own_process_entry(&resolved) {
+            return Err(PathError::OwnProcess {
+                path: resolved.display().to_string(),
+            });
+        }
         Ok(self.locate(input, resolved, exists))
     }
 
@@ -891,6 +934,9 @@ pub fn open_beneath_walk(
 
 /// Opens an absolute path that must contain no symlink at all (approved paths outside roots).
 fn open_exact(path: &Path, flags: OFlags, mode: Mode) -> Result<OwnedFd, rustix::io::Errno> {
+    if own_process_entry(path) {
+        return Err(rustix::io::Errno::ACCESS);
+    }
     #[cfg(target_os = "linux")]
     {
         use rustix::fs::ResolveFlags;

@@ -169,6 +169,37 @@ fn proc_magic_links_are_never_followed() {
 }
 
 #[test]
+fn gimlets_own_proc_entries_are_never_opened() {
+    let ws = TestWorkspace::new();
+    let me = std::process::id();
+    let thread = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .last()
+        .unwrap();
+    for path in [
+        format!("/proc/{me}/environ"),
+        format!("/proc/{me}/task/{thread}/environ"),
+        format!("/proc/{thread}/environ"),
+        format!("/proc/{me}"),
+        format!("/proc/./{me}/mem"),
+    ] {
+        let err = roots(&ws).resolve(&path).unwrap_err();
+        assert!(matches!(err, PathError::OwnProcess { .. }), "{path}: {err}");
+    }
+    // Opening the directory above and walking into it is refused too.
+    let proc = roots(&ws).resolve("/proc").unwrap();
+    assert_eq!(
+        proc.open_child(Path::new(&format!("{me}/environ")), OFlags::RDONLY)
+            .unwrap_err(),
+        rustix::io::Errno::ACCESS
+    );
+    // Another process's entries are ordinary paths outside the roots.
+    assert!(roots(&ws).resolve("/proc/1/status").is_ok());
+    assert!(roots(&ws).resolve("/proc/cpuinfo").is_ok());
+}
+
+#[test]
 fn bad_arguments_get_clear_errors() {
     let ws = TestWorkspace::new();
     let roots = roots(&ws);

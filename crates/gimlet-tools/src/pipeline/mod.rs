@@ -11,13 +11,18 @@
 //!    through stages 1-3 again) or ask for confirmation.
 //! 5. **execute**: the tool runs. On cancellation a tool whose interrupt behaviour is `Cancel`
 //!    is dropped at once; a `Block` tool finishes and its result is discarded by the caller.
+//!    A command the sandbox stopped ([`ToolError::SandboxDenied`]) is run again outside it,
+//!    or not, in one place (`escalate.rs`): approval by a rule, the user, or a session's
+//!    "outside the sandbox" grant; never in the trusted mode.
 //! 6. **truncate** (`truncate.rs`): text over the tool's limits is cut (head, tail or
 //!    head+tail), the full text saved to a spill file, and a notice says what to do next.
 //! 7. **after hooks**: may replace the output.
 //!
 //! A panic inside a tool is caught and becomes a [`ToolError`]: a failing tool cannot take
-//! the server down. Tools never truncate, ask or log their results themselves.
+//! the server down. Tools never truncate, ask or log their results themselves, and never
+//! call the permission stage.
 
+mod escalate;
 mod hooks;
 mod permission;
 mod record;
@@ -61,13 +66,6 @@ pub struct CallReport {
     pub result: Result<ToolOutput, ToolError>,
     /// How long the call took, all stages included.
     pub duration: Duration,
-}
-
-/// Resolves a permission decided during execution (a tool that must ask mid-call, e.g. to run a
-/// command again outside the sandbox): `Allow` passes, `Deny` refuses, `Ask` asks the user the
-/// way the permission stage does.
-pub async fn authorize(permission: crate::Permission, ctx: &ToolContext) -> Result<(), ToolError> {
-    permission::resolve(permission, ctx).await
 }
 
 /// Runs one call through every stage. `Err` only when no such tool exists.
@@ -280,7 +278,14 @@ async fn execute(
         slots = slots => slots,
     };
     let interrupt = flags.interrupt;
-    let work = tool.execute(args, ctx);
+    let work = async {
+        match tool.execute(args, ctx).await {
+            Err(ToolError::SandboxDenied(denied)) => {
+                escalate::escalate(tool.name(), flags, *denied, ctx).await
+            }
+            other => other,
+        }
+    };
     match interrupt {
         InterruptBehavior::Cancel => tokio::select! {
             biased;

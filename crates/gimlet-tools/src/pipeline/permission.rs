@@ -35,6 +35,27 @@ pub(super) async fn resolve(permission: Permission, ctx: &ToolContext) -> Result
 }
 
 async fn ask(request: &AskRequest, ctx: &ToolContext) -> Result<(), ToolError> {
+    if ask_user(request, ctx).await? == Yes::ForTheSession
+        && let Some(pattern) = &request.session_pattern
+    {
+        ctx.session().grants().add(&request.tool, pattern.clone());
+    }
+    approve_paths(request, ctx);
+    Ok(())
+}
+
+/// A yes, and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Yes {
+    /// This call.
+    Once,
+    /// This call and later ones the request's session pattern covers.
+    ForTheSession,
+}
+
+/// Puts the question to the user and records who decided. `Ok` is a yes (the caller keeps
+/// a session grant where it belongs); any other answer is the error the call ends with.
+pub(super) async fn ask_user(request: &AskRequest, ctx: &ToolContext) -> Result<Yes, ToolError> {
     let approval = tokio::select! {
         biased;
         () = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
@@ -52,17 +73,9 @@ async fn ask(request: &AskRequest, ctx: &ToolContext) -> Result<(), ToolError> {
         ctx.record_decision(allowed, by);
     }
     match approval {
-        Approval::Once => {
-            approve_paths(request, ctx);
-            Ok(())
-        }
-        Approval::Session => {
-            if let Some(pattern) = &request.session_pattern {
-                ctx.session().grants().add(&request.tool, pattern.clone());
-            }
-            approve_paths(request, ctx);
-            Ok(())
-        }
+        Approval::Session if request.session_pattern.is_some() => Ok(Yes::ForTheSession),
+        // "For the session" where none was offered counts once.
+        Approval::Once | Approval::Session => Ok(Yes::Once),
         Approval::Deny { reason } => Err(ToolError::PermissionDenied(match reason {
             Some(reason) if !reason.trim().is_empty() => {
                 format!("the user declined: {}", reason.trim())

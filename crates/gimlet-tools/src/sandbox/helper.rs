@@ -1,6 +1,15 @@
 //! The helper program: sandboxes itself, runs the shell, and leaves no process behind.
 //!
-//! A small synchronous program (no async runtime): it blocks on purpose.
+//! A small synchronous program (no async runtime): it blocks on purpose. Its roles, by the
+//! first argument after [`super::HELPER_ARG`]:
+//! - `--serve PLAN` (JSON): a session's sandbox (`pool.rs`): enter the namespaces, build the
+//!   file-system view (`mounts.rs`), start the init (`init.rs`), which runs commands sent on
+//!   the control socket, and wait for it.
+//! - `--init PLAN`: the PID namespace's init (`init.rs`).
+//! - `PLAN`: run one command. Unsandboxed: as its child subreaper. Sandboxed where there is no
+//!   PID namespace: enter a mount namespace, build the view, confine itself, and the same.
+//! - `--probe`: find what the kernel enforces, by trying it (the answer is [`Support`]);
+//!   `--probe-init` is its part inside the PID namespace.
 
 #![expect(
     clippy::disallowed_methods,
@@ -8,36 +17,54 @@
 )]
 #![expect(clippy::print_stdout, reason = "the probe reports on stdout")]
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::BufRead;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitOptions};
+use rustix::thread::CapabilitySet;
 
-use super::{Enforcement, HelperPlan, KILL_GRACE_MS, SandboxPlan, Support};
+use super::{Enforcement, HelperPlan, KILL_GRACE_MS, SandboxPlan, Support, confine, init, mounts};
 
 /// Exit code when the sandbox the server asked for could not be put in place.
 pub const SANDBOX_FAILED: i32 = 125;
 /// How long leftovers get between TERM and KILL once the shell has exited.
-const LEFTOVER_GRACE: Duration = Duration::from_millis(200);
+pub(super) const LEFTOVER_GRACE: Duration = Duration::from_millis(200);
 
 /// The helper's `main`: `args` are the arguments after [`super::HELPER_ARG`]. Returns the exit
 /// code: the shell's, or 128 + the signal that ended it.
 pub fn helper_main(args: &[OsString]) -> i32 {
+    let plan = |json: Option<&OsString>| {
+        let json = json.and_then(|a| a.to_str()).unwrap_or_default();
+        serde_json::from_str::<HelperPlan>(json).map_err(|err| {
+            eprintln_quiet(&format!("gimlet helper: bad plan: {err}"));
+            2
+        })
+    };
     match args.first().and_then(|a| a.to_str()) {
         Some("--probe") => {
-            let support = probe();
-            println!("{}", serde_json::to_string(&support).unwrap_or_default());
+            println!("{}", serde_json::to_string(&probe()).unwrap_or_default());
             0
         }
-        Some(json) => match serde_json::from_str::<HelperPlan>(json) {
+        Some("--probe-init") => {
+            println!(
+                "{}",
+                serde_json::to_string(&probe_init()).unwrap_or_default()
+            );
+            0
+        }
+        Some("--init") => match plan(args.get(1)) {
+            Ok(plan) => init::main(&plan),
+            Err(code) => code,
+        },
+        Some("--serve") => match plan(args.get(1)) {
+            Ok(plan) => serve(&plan),
+            Err(code) => code,
+        },
+        Some(_) => match plan(args.first()) {
             Ok(plan) => run(&plan),
-            Err(err) => {
-                eprintln_quiet(&format!("gimlet helper: bad plan: {err}"));
-                2
-            }
+            Err(code) => code,
         },
         None => {
             eprintln_quiet("gimlet helper: no plan given");
@@ -47,27 +74,86 @@ pub fn helper_main(args: &[OsString]) -> i32 {
 }
 
 /// Writes to stderr (the command's output) without panicking on a closed pipe.
-fn eprintln_quiet(message: &str) {
+pub(super) fn eprintln_quiet(message: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "{message}");
 }
 
+/// The exit code as shells report it: the code, or 128 + the signal.
+pub(super) fn exit_code(code: Option<i32>, signal: Option<i32>) -> i32 {
+    code.unwrap_or_else(|| 128 + signal.unwrap_or(0))
+}
+
+/// One command, run by this helper: unsandboxed, or sandboxed without a PID namespace of
+/// its own (where a sandbox that stays cannot be had, see [`serve`]).
 fn run(plan: &HelperPlan) -> i32 {
+    let Some(sandbox) = &plan.sandbox else {
+        return run_as_subreaper(plan);
+    };
     // Namespaces first: unsharing a user namespace needs a single-threaded process.
-    // Where this fails, protected paths are guarded by the server's check after the command.
-    if let Some(sandbox) = &plan.sandbox
-        && !sandbox.read_only.is_empty()
-    {
-        let _ = enter_mount_namespace(&sandbox.read_only);
-    }
-    let _ = rustix::process::setsid();
-    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
-    if let Some(sandbox) = &plan.sandbox
-        && let Err(err) = confine(sandbox)
+    if sandbox.support.mounts
+        && let Err(err) = mounts::unshare(false).and_then(|()| mounts::prepare(sandbox))
     {
         eprintln_quiet(&format!("gimlet: the sandbox could not be enforced: {err}"));
         return SANDBOX_FAILED;
     }
+    if let Err(err) = confine::confine(sandbox) {
+        eprintln_quiet(&format!("gimlet: the sandbox could not be enforced: {err}"));
+        return SANDBOX_FAILED;
+    }
+    run_as_subreaper(plan)
+}
+
+/// A sandbox that stays (`--serve`): the namespaces and the file-system view, then the init,
+/// which confines itself and runs the commands that come on the control socket (stdin, which
+/// it inherits). Waits for the init.
+fn serve(plan: &HelperPlan) -> i32 {
+    let Some(sandbox) = &plan.sandbox else {
+        eprintln_quiet("gimlet helper: --serve needs a sandbox plan");
+        return 2;
+    };
+    if let Err(err) = mounts::unshare(true).and_then(|()| mounts::prepare(sandbox)) {
+        eprintln_quiet(&format!("gimlet: the sandbox could not be enforced: {err}"));
+        return SANDBOX_FAILED;
+    }
+    start_init(plan)
+}
+
+/// Starts the PID namespace's init (this program again, `--init`) and waits for it. The init
+/// inherits the control socket and stderr.
+fn start_init(plan: &HelperPlan) -> i32 {
+    let spawned = std::env::current_exe().and_then(|me| {
+        // Outside root, a user-namespace process that is not uid 0 there loses its capabilities
+        // at `exec`: the init needs these two to mount `/proc` and drop its bounding set.
+        if !rustix::process::getuid().is_root() {
+            confine::pass_on(CapabilitySet::SYS_ADMIN | CapabilitySet::SETPCAP)
+                .map_err(std::io::Error::other)?;
+        }
+        Command::new(me)
+            .arg(super::HELPER_ARG)
+            .arg("--init")
+            .arg(serde_json::to_string(plan).unwrap_or_default())
+            .spawn()
+    });
+    match spawned.and_then(|mut init| init.wait()) {
+        Ok(status) => exit_code(
+            status.code(),
+            std::os::unix::process::ExitStatusExt::signal(&status),
+        ),
+        Err(err) => {
+            eprintln_quiet(&format!(
+                "gimlet: the sandbox could not be enforced: starting its init: {err}"
+            ));
+            SANDBOX_FAILED
+        }
+    }
+}
+
+/// Runs the shell as this process's child, with this process as the child subreaper of
+/// everything it starts.
+fn run_as_subreaper(plan: &HelperPlan) -> i32 {
+    let _ = rustix::process::setsid();
+    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
     let mut command = Command::new(&plan.shell);
     command
         .arg("-c")
@@ -106,9 +192,10 @@ fn run(plan: &HelperPlan) -> i32 {
     }
     reap_all();
     match status {
-        Ok(status) => status.code().unwrap_or_else(|| {
-            128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(0)
-        }),
+        Ok(status) => exit_code(
+            status.code(),
+            std::os::unix::process::ExitStatusExt::signal(&status),
+        ),
         Err(_) => 1,
     }
 }
@@ -163,7 +250,7 @@ fn parent_of(pid: i32) -> Option<i32> {
 fn reap_all() {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        match rustix::process::waitpid(None, WaitOptions::NOHANG) {
+        match rustix::process::wait(WaitOptions::NOHANG) {
             Ok(Some(_)) => {}
             Err(_) => return,
             Ok(None) => {
@@ -179,145 +266,70 @@ fn reap_all() {
     }
 }
 
-/// A private mount namespace where `read_only` paths are read-only bind mounts of themselves.
-fn enter_mount_namespace(read_only: &[std::path::PathBuf]) -> Result<(), String> {
-    use rustix::mount::{
-        MountFlags, MountPropagationFlags, mount_bind, mount_change, mount_remount,
-    };
-    use rustix::thread::UnshareFlags;
-    let uid = rustix::process::getuid();
-    let gid = rustix::process::getgid();
-    let flags = if uid.is_root() {
-        UnshareFlags::NEWNS
-    } else {
-        UnshareFlags::NEWUSER | UnshareFlags::NEWNS
-    };
-    #[expect(
-        deprecated,
-        reason = "only NEWNS/NEWUSER are unshared, not FILES, which is what makes unshare unsafe"
-    )]
-    rustix::thread::unshare(flags).map_err(|e| format!("unshare: {e}"))?;
-    if !uid.is_root() {
-        let write = |path: &str, text: String| {
-            std::fs::write(path, text).map_err(|e| format!("{path}: {e}"))
-        };
-        write("/proc/self/setgroups", String::from("deny"))?;
-        write("/proc/self/uid_map", format!("{0} {0} 1", uid.as_raw()))?;
-        write("/proc/self/gid_map", format!("{0} {0} 1", gid.as_raw()))?;
-    }
-    mount_change(
-        "/",
-        MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
-    )
-    .map_err(|e| format!("private mounts: {e}"))?;
-    for path in read_only {
-        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-            continue;
-        }
-        mount_bind(path, path).map_err(|e| format!("bind {}: {e}", path.display()))?;
-        mount_remount(path, MountFlags::BIND | MountFlags::RDONLY, "")
-            .map_err(|e| format!("read-only {}: {e}", path.display()))?;
-    }
-    Ok(())
-}
-
-/// Landlock (writes only to `writable` and `/dev/null`) and, without network, seccomp.
-fn confine(plan: &SandboxPlan) -> Result<Enforcement, String> {
-    let enforcement = landlock(&plan.writable, plan.network)?;
-    if enforcement == Enforcement::None {
-        return Err(String::from("Landlock is not available in this kernel"));
-    }
-    if !plan.network {
-        no_network()?;
-    }
-    Ok(enforcement)
-}
-
-fn landlock(writable: &[std::path::PathBuf], network: bool) -> Result<Enforcement, String> {
-    use landlock::{
-        ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
-        path_beneath_rules,
-    };
-    let abi = ABI::V5;
-    let mut ruleset = Ruleset::default()
-        .handle_access(AccessFs::from_all(abi))
-        .map_err(|e| e.to_string())?;
-    if !network {
-        ruleset = ruleset
-            .handle_access(AccessNet::from_all(abi))
-            .map_err(|e| e.to_string())?;
-    }
-    let status = ruleset
-        .create()
-        .map_err(|e| e.to_string())?
-        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))
-        .map_err(|e| e.to_string())?
-        .add_rules(path_beneath_rules(writable, AccessFs::from_all(abi)))
-        .map_err(|e| e.to_string())?
-        .add_rules(path_beneath_rules(["/dev/null"], AccessFs::from_all(abi)))
-        .map_err(|e| e.to_string())?
-        .restrict_self()
-        .map_err(|e| e.to_string())?;
-    Ok(match status.ruleset {
-        RulesetStatus::FullyEnforced => Enforcement::Full,
-        RulesetStatus::PartiallyEnforced => Enforcement::Partial,
-        RulesetStatus::NotEnforced => Enforcement::None,
-    })
-}
-
-/// seccomp: `socket()` fails with EPERM for every family but `AF_UNIX`; `io_uring` (which can
-/// open sockets around the filter) is off.
-fn no_network() -> Result<(), String> {
-    use seccompiler::{
-        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-        SeccompRule,
-    };
-    let not_unix = SeccompCondition::new(
-        0,
-        SeccompCmpArgLen::Dword,
-        SeccompCmpOp::Ne,
-        libc::AF_UNIX as u64,
-    )
-    .map_err(|e| e.to_string())?;
-    let mut rules = BTreeMap::new();
-    rules.insert(
-        libc::SYS_socket,
-        vec![SeccompRule::new(vec![not_unix]).map_err(|e| e.to_string())?],
-    );
-    rules.insert(libc::SYS_io_uring_setup, Vec::new());
-    let arch =
-        seccompiler::TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        arch,
-    )
-    .map_err(|e| e.to_string())?;
-    let program: BpfProgram = filter
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| e.to_string())?;
-    seccompiler::apply_filter(&program).map_err(|e| e.to_string())
-}
-
-/// Sandboxes this process and checks what holds. Mounts come first: a Landlock-restricted
-/// process may not change mounts.
+/// Finds what the sandbox can do here by doing it: the namespaces, a read-only view, then
+/// (inside a PID namespace, as its init) `/proc`, Landlock, seccomp and dropping capabilities,
+/// each checked.
 fn probe() -> Support {
-    let mounts = enter_mount_namespace(&[]).is_ok();
-    let landlock = landlock(&[], false).unwrap_or(Enforcement::None);
-    let seccomp = no_network().is_ok() && std::net::TcpListener::bind("127.0.0.1:0").is_err();
+    let with_pid = mounts::unshare(true).is_ok();
+    let mounts = with_pid || mounts::unshare(false).is_ok();
+    let scratch = std::env::temp_dir();
+    let plan = SandboxPlan {
+        writable: vec![scratch.clone()],
+        ..SandboxPlan::default()
+    };
+    let mounts = mounts && mounts::prepare(&plan).is_ok();
+    // Everything but the temp directory is read-only now: `/` must refuse a new file.
+    let mounts = mounts && std::fs::File::create("/.gimlet-probe").is_err();
+    if !(mounts && with_pid) {
+        let mut support = probe_init();
+        support.mounts = mounts;
+        support.pid_namespace = false;
+        return support;
+    }
+    let init = std::env::current_exe().and_then(|me| {
+        if !rustix::process::getuid().is_root() {
+            confine::pass_on(CapabilitySet::SYS_ADMIN | CapabilitySet::SETPCAP)
+                .map_err(std::io::Error::other)?;
+        }
+        Command::new(me)
+            .arg(super::HELPER_ARG)
+            .arg("--probe-init")
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+    });
+    let mut support = init
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| serde_json::from_slice::<Support>(&o.stdout).ok())
+        .unwrap_or_default();
+    support.mounts = mounts;
+    support
+}
+
+/// The probe's part inside the namespaces: `/proc` (when this is a PID namespace's init),
+/// Landlock and seccomp, checked by trying what they must refuse.
+fn probe_init() -> Support {
+    let pid_namespace = rustix::process::getpid() == Pid::INIT && init::mount_proc().is_ok();
+    let confined = confine::landlock(&[], &[], false).ok();
+    let seccomp =
+        confine::no_network().is_ok() && std::net::TcpListener::bind("127.0.0.1:0").is_err();
+    let capabilities = confine::drop_capabilities().is_ok();
     // A write outside the (empty) writable set must fail for the rules to count.
     let scratch = std::env::temp_dir().join(format!("gimlet-probe-{}", std::process::id()));
-    let landlock = match std::fs::write(&scratch, b"x") {
-        Err(_) => landlock,
-        Ok(()) => {
+    let landlock = match (std::fs::write(&scratch, b"x"), confined) {
+        (Err(_), Some(confined)) if capabilities => confined.landlock,
+        (Ok(()), _) => {
             let _ = std::fs::remove_file(&scratch);
             Enforcement::None
         }
+        _ => Enforcement::None,
     };
     Support {
         landlock,
+        landlock_abi: confined.map_or(0, |c| c.abi),
         seccomp,
-        mounts,
+        mounts: false,
+        pid_namespace,
     }
 }

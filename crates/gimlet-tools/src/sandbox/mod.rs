@@ -1,25 +1,44 @@
-//! Running commands: the helper process and the Linux sandbox.
+//! Running commands: the helper processes and the Linux sandbox.
 //!
 //! Every command runs under a helper: the `gimlet` binary re-executed as `gimlet __exec PLAN`
-//! ([`helper_main`]). The helper
-//! 1. enters a private mount namespace (where the kernel allows) and bind-mounts the existing
-//!    protected paths read-only over themselves;
-//! 2. starts a new session and becomes a child subreaper, so every process the command starts,
-//!    daemons included, stays its descendant;
-//! 3. applies Landlock (read anywhere; write only beneath the roots, a private temp directory
-//!    and `/dev/null`) and a seccomp filter (no sockets but Unix ones, no `io_uring`);
-//! 4. runs the shell in its own process group, stdin from `/dev/null`;
-//! 5. when the shell exits, or when its control pipe (its stdin) closes because the call ended,
-//!    timed out, was cancelled or the server died, it sends TERM to the group and every
-//!    orphan, waits a short grace, sends KILL, reaps them all, and exits with the shell's code.
+//! ([`helper_main`]). For a sandboxed command, where the kernel allows (see [`Support`]):
+//! 1. the helper enters a user namespace (unless it runs as root), a private mount namespace
+//!    and a new PID namespace;
+//! 2. it makes every mount read-only but the roots and the command's temp directory
+//!    (`mounts.rs`): outside them not even `chmod`, `chown`, `touch`, xattrs or truncation
+//!    work; it bind-mounts the existing protected paths ([`protected`]) read-only over
+//!    themselves and every git directory onto itself, so that `.git` cannot be renamed; and
+//!    it hides Unix sockets that listen outside the roots;
+//! 3. it starts itself again as the namespace's init, PID 1 (`init.rs`), which mounts a fresh
+//!    `/proc` (showing only the command's processes), applies a seccomp filter (no sockets but
+//!    Unix ones, no `io_uring`) and Landlock (read anywhere; write only beneath the roots, the
+//!    temp directory and `/dev/null`; no TCP; on newer kernels no signals and no abstract Unix
+//!    sockets beyond the sandbox, and no pathname sockets outside the roots), and drops every
+//!    capability, the bounding set included, even as root;
+//! 4. the init runs the shell in its own process group, stdin from `/dev/null`;
+//! 5. when the shell exits, or when the control pipe (the helper's stdin) closes because the
+//!    call ended, timed out, was cancelled or the server died, it sends TERM to everything in
+//!    the namespace, waits a short grace, sends KILL, reaps them all, and exits with the
+//!    shell's code. When the init ends, the kernel kills whatever is left in the namespace.
+//!
+//! Without a PID namespace the helper confines itself and is the command's child subreaper
+//! instead. An unsandboxed command gets only the process hygiene: a new session, a child
+//! subreaper, the same stop and cleanup.
 //!
 //! Library users who embed gimlet-tools call [`helper_main`] from their own `main` when the
 //! first argument is [`HELPER_ARG`], and point [`crate::ToolEnvBuilder::exec_helper`] at their
 //! binary.
 
+mod confine;
+mod denied;
 mod helper;
+mod init;
+mod mounts;
+pub(crate) mod pool;
+pub mod protected;
+pub(crate) mod protocol;
+pub(crate) mod tmp;
 
-use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -27,7 +46,9 @@ use std::thread::JoinHandle;
 
 use serde::{Deserialize, Serialize};
 
+pub use denied::{OutsideGrants, Rerun, SandboxDenied, denial};
 pub use helper::{SANDBOX_FAILED, helper_main};
+pub(crate) use mounts::sockets_to_hide;
 
 /// The first argument that runs the helper instead of the server.
 pub const HELPER_ARG: &str = "__exec";
@@ -66,16 +87,59 @@ pub enum Enforcement {
 pub struct Support {
     /// Landlock file-system rules.
     pub landlock: Enforcement,
+    /// The kernel's Landlock ABI version (0: none).
+    #[serde(default)]
+    pub landlock_abi: u8,
     /// The seccomp network filter.
     pub seccomp: bool,
-    /// Private mount namespaces (read-only protected paths).
+    /// Private mount namespaces: read-only protected paths, everything outside the roots
+    /// read-only.
     pub mounts: bool,
+    /// A PID namespace of the command's own, with a fresh `/proc`.
+    #[serde(default)]
+    pub pid_namespace: bool,
 }
 
 impl Support {
     /// Whether writes and the network can be confined.
     pub fn enforceable(self) -> bool {
         self.landlock != Enforcement::None && self.seccomp
+    }
+
+    /// Whether Landlock scopes signals and abstract Unix sockets to the sandbox (ABI 6).
+    pub fn scopes(self) -> bool {
+        self.landlock_abi >= 6
+    }
+
+    /// Whether Landlock refuses pathname Unix sockets outside the roots (ABI 9).
+    pub fn unix_socket_rules(self) -> bool {
+        self.landlock_abi >= 9
+    }
+
+    /// What this system's sandbox lacks, in words, for the tool description and the log.
+    pub fn gaps(self) -> Vec<&'static str> {
+        let mut gaps = Vec::new();
+        if !self.mounts {
+            gaps.push(
+                "no mount namespaces: protected files and everything outside the roots are \
+                 guarded only against content writes",
+            );
+        }
+        if !self.pid_namespace {
+            gaps.push("no PID namespace: commands see the other processes of the system");
+        }
+        if !self.scopes() {
+            gaps.push(
+                "Landlock below ABI 6: signals and abstract Unix sockets are not confined to the sandbox",
+            );
+        }
+        if !self.unix_socket_rules() {
+            gaps.push(
+                "Landlock below ABI 9: Unix sockets outside the roots are refused only when they \
+                 listen as the command starts",
+            );
+        }
+        gaps
     }
 }
 
@@ -99,8 +163,22 @@ pub struct SandboxPlan {
     pub writable: Vec<PathBuf>,
     /// Existing protected paths, bind-mounted read-only where mount namespaces work.
     pub read_only: Vec<PathBuf>,
+    /// Git directories, bound onto themselves so that they cannot be renamed or replaced.
+    #[serde(default)]
+    pub pinned: Vec<PathBuf>,
     /// Whether network sockets are allowed.
     pub network: bool,
+    /// Unix sockets outside the writable paths that commands may still connect to.
+    #[serde(default)]
+    pub unix_sockets: Vec<PathBuf>,
+    /// Unix sockets listening outside the writable paths, hidden from commands (where Landlock
+    /// cannot refuse them, below ABI 9).
+    #[serde(default)]
+    pub hidden_sockets: Vec<PathBuf>,
+    /// What the kernel can enforce (the probe's answer): the helper refuses to run a command
+    /// when any of it fails.
+    #[serde(default)]
+    pub support: Support,
 }
 
 /// The helper binary, the sandbox setting, and what the sandbox can do here.
@@ -108,6 +186,7 @@ pub struct SandboxPlan {
 pub struct Exec {
     helper: Option<PathBuf>,
     setting: SandboxSetting,
+    unix_sockets: Vec<PathBuf>,
     probe: Mutex<Option<JoinHandle<Support>>>,
     support: OnceLock<Support>,
 }
@@ -138,9 +217,26 @@ impl Exec {
         Self {
             helper,
             setting,
+            unix_sockets: Vec::new(),
             probe: Mutex::new(probe),
             support: OnceLock::new(),
         }
+    }
+
+    /// Unix sockets outside the roots that sandboxed commands may connect to (`[sandbox]
+    /// unix_sockets`). Paths that do not resolve are dropped.
+    #[must_use]
+    pub fn with_unix_sockets(mut self, sockets: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.unix_sockets = sockets
+            .into_iter()
+            .filter_map(|p| std::fs::canonicalize(&p).ok())
+            .collect();
+        self
+    }
+
+    /// The Unix sockets outside the roots that sandboxed commands may connect to.
+    pub fn unix_sockets(&self) -> &[PathBuf] {
+        &self.unix_sockets
     }
 
     /// The helper binary, if commands can run here at all.
@@ -161,7 +257,13 @@ impl Exec {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .take();
-            handle.and_then(|h| h.join().ok()).unwrap_or_default()
+            let support = handle.and_then(|h| h.join().ok()).unwrap_or_default();
+            if support.enforceable() {
+                for gap in support.gaps() {
+                    tracing::info!("sandbox: {gap}");
+                }
+            }
+            support
         })
     }
 
@@ -240,36 +342,19 @@ fn probe(helper: &Path) -> Support {
     }
 }
 
-/// Protected names at a root's top level.
-const PROTECTED_TOP: &[&str] = &[
-    ".mcp.json",
-    ".vscode",
-    ".claude",
-    ".bashrc",
-    ".bash_profile",
-    ".profile",
-    ".zshrc",
-    ".zprofile",
-    ".zshenv",
-];
-/// Protected names inside a root's `.git`.
-const PROTECTED_GIT: &[&str] = &["hooks", "config"];
-
-/// The protected paths of a root: those that exist (to mount read-only), and those that do
-/// not (to check for after the command).
-pub fn protected_paths(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let mut candidates: BTreeSet<PathBuf> = PROTECTED_TOP.iter().map(|n| root.join(n)).collect();
-    candidates.extend(PROTECTED_GIT.iter().map(|n| root.join(".git").join(n)));
-    if let Ok(entries) = std::fs::read_dir(root) {
-        for entry in entries.flatten() {
-            if entry.file_name().to_string_lossy().starts_with(".gimlet") {
-                candidates.insert(entry.path());
-            }
-        }
-    }
-    candidates
-        .into_iter()
-        .partition(|p| std::fs::symlink_metadata(p).is_ok())
+/// Keeps this process's secrets from other processes of the same user: its `/proc/<pid>`
+/// entries (the environment with its API keys and tokens, memory, open files) become
+/// readable by root only, and it cannot be traced (`PR_SET_DUMPABLE` 0; no core dumps
+/// either). The server calls this at start.
+///
+/// Removing the secrets from the environment instead would not do: `std::env::remove_var` is
+/// unsafe while other threads may read the environment, and `/proc/<pid>/environ` shows the
+/// environment the process started with whatever it changes later. Sandboxed commands cannot
+/// see the server at all (their own PID namespace, no capabilities); this covers the rest:
+/// an unsandboxed command, or another program of the user.
+pub fn shield_process() -> std::io::Result<()> {
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+        .map_err(Into::into)
 }
 
 /// The helper's arguments for a plan.
@@ -283,18 +368,6 @@ pub fn helper_args(plan: &HelperPlan) -> Vec<OsString> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn protected_paths_split_into_existing_and_missing() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join(".git/hooks")).unwrap();
-        std::fs::write(dir.path().join(".gimlet.toml"), "").unwrap();
-        let (existing, missing) = protected_paths(dir.path());
-        assert!(existing.contains(&dir.path().join(".git/hooks")));
-        assert!(existing.contains(&dir.path().join(".gimlet.toml")));
-        assert!(missing.contains(&dir.path().join(".mcp.json")));
-        assert!(missing.contains(&dir.path().join(".git/config")));
-    }
 
     #[test]
     fn the_probe_answer_is_cached_until_the_helper_changes() {

@@ -16,9 +16,15 @@ use crate::error::ToolError;
 use crate::fs::PathError;
 use crate::jobs::Jobs;
 use crate::output::OutputBuffer;
-use crate::permission::{Access, AskReason, Permission};
-use crate::process::{Ending, command_env, shell, spawn};
-use crate::sandbox::{HelperPlan, SANDBOX_FAILED, SandboxPlan, SandboxSetting, protected_paths};
+use crate::permission::Access;
+use crate::process::{Ending, Event, Place, command_env, shell, spawn};
+use crate::sandbox::pool::Sandboxes;
+use crate::sandbox::protected::{Scan, ScanCache};
+use crate::sandbox::tmp::SessionTmp;
+use crate::sandbox::{
+    HelperPlan, OutsideGrants, SANDBOX_FAILED, SandboxDenied, SandboxPlan, SandboxSetting, denial,
+    sockets_to_hide,
+};
 use crate::tool::{
     Content, InterruptBehavior, JsonObject, OutputLimits, Tool, ToolFlags, ToolOutput,
     TruncationMode,
@@ -32,6 +38,9 @@ pub(crate) const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 pub(crate) const MAX_TIMEOUT_MS: u64 = 600_000;
 /// Output kept in memory at each end; the rest goes to the spill file.
 const KEEP_BYTES: usize = 512 * 1024;
+/// How often a running command reports progress (elapsed time and its last line), output or
+/// not: at least once a second.
+const HEARTBEAT: Duration = Duration::from_millis(900);
 /// The saved log of one command stops growing here (a flood must not fill the disk).
 pub(crate) const MAX_LOG_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -78,16 +87,32 @@ impl Tool for BashTool {
         let sandbox = match self.sandbox.get().copied().unwrap_or_else(|| env.sandbox()) {
             SandboxStatus::Enforced => {
                 "\n\nCommands run in a sandbox: they can read anything, but write only inside the root \
-                 folders and $TMPDIR, and have no network. `.git/hooks`, `.git/config`, `.mcp.json`, \
-                 `.vscode/`, `.claude/` and `.gimlet*` are read-only. A command the sandbox blocks \
-                 says so, and can be run again outside it with the user's approval."
+                 folders and $TMPDIR, and have no network. Files that make git, editors, agents or \
+                 shells run code later are read-only (git's config and hooks, `.mcp.json`, \
+                 `.vscode/`, `.claude/`, `.gitattributes`, `.envrc`, `.npmrc` ...); `git add`, \
+                 `commit`, `checkout` and `stash` work. A command the sandbox blocks says so, and \
+                 can be run again outside it with the user's approval."
             }
             SandboxStatus::Off => "\n\nCommands run without a sandbox (--sandbox off).",
             SandboxStatus::Unavailable => {
                 "\n\nCommands run without a sandbox (this system cannot enforce one)."
             }
         };
-        format!("{DESCRIPTION}{sandbox}").into()
+        let status = self.sandbox.get().copied().unwrap_or_else(|| env.sandbox());
+        let gaps = if status == SandboxStatus::Enforced {
+            env.exec().support().gaps()
+        } else {
+            Vec::new()
+        };
+        if gaps.is_empty() {
+            format!("{DESCRIPTION}{sandbox}").into()
+        } else {
+            format!(
+                "{DESCRIPTION}{sandbox} On this system: {}.",
+                gaps.join("; ")
+            )
+            .into()
+        }
     }
 
     fn enabled(&self, env: &ToolEnv) -> bool {
@@ -179,73 +204,43 @@ impl Tool for BashTool {
     }
 
     async fn execute(&self, args: BashArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let sandboxed = self.sandboxed(ctx.env());
+        let mut sandboxed = self.sandboxed(ctx.env());
+        let mut note = None;
+        if sandboxed
+            && ctx
+                .session()
+                .state::<OutsideGrants>()
+                .covers(Self::NAME, &Access::command(&args.command, false))
+        {
+            // The user allowed this command outside the sandbox for the session.
+            sandboxed = false;
+            note = Some(String::from(
+                "It ran outside the sandbox, as the user allowed for this session.",
+            ));
+        }
         if args.run_in_background.unwrap_or(false) {
             return start_background(&args, ctx, sandboxed).await;
         }
-        let first = run_foreground(&args, ctx, sandboxed).await?;
+        let mut first = run_foreground(&args, ctx, sandboxed).await?;
+        first.notes.extend(note);
         let Some(cause) = first.blocked_by_sandbox() else {
             return Ok(first.into_output());
         };
-        // The sandbox seems to have stopped it: offer to run it again outside, if allowed.
-        match rerun_permission(&args, ctx, cause, &first).await {
-            Ok(()) => {
-                let mut second = run_foreground(&args, ctx, false).await?;
-                second.notes.push(format!("It first ran in the sandbox and failed ({cause}); it ran again outside the sandbox, as approved."));
-                Ok(second.into_output())
-            }
-            Err(ToolError::Cancelled) => Err(ToolError::Cancelled),
-            Err(refused) => {
-                let mut first = first;
-                first.notes.push(format!(
-                    "This looks blocked by the sandbox ({cause}). Running it outside the sandbox was not approved: {refused}"
-                ));
-                Ok(first.into_output())
-            }
-        }
+        // The sandbox seems to have stopped it: the pipeline decides whether it runs again
+        // outside.
+        let last_lines = first.last_lines(8);
+        Err(ToolError::SandboxDenied(Box::new(SandboxDenied {
+            command: args.command.clone(),
+            access: Access::command(&args.command, false),
+            cause,
+            last_lines,
+            output: first.into_output(),
+            rerun: Box::new(move |ctx| {
+                Box::pin(async move { Ok(run_foreground(&args, ctx, false).await?.into_output()) })
+            }),
+        })))
     }
 }
-
-/// Asks (through the policy and `ctx.ask`) to run the command again outside the sandbox.
-async fn rerun_permission(
-    args: &BashArgs,
-    ctx: &ToolContext,
-    cause: &str,
-    first: &Finished,
-) -> Result<(), ToolError> {
-    let access = Access::command(&args.command, false);
-    let mut permission = ctx.policy().judge(
-        BashTool::NAME,
-        BashTool::default().flags(None),
-        &[access],
-        ctx,
-    );
-    if let Permission::Ask(request) = &mut permission {
-        request.reason = AskReason::Unsandboxed;
-        request.summary = format!("run `{}` again, outside the sandbox", args.command);
-        request.detail = Some(format!(
-            "It failed inside the sandbox ({cause}). Its last output:\n{}",
-            first.last_lines(8)
-        ));
-    }
-    crate::pipeline::authorize(permission, ctx).await
-}
-
-/// Output that suggests the sandbox stopped a command, and what it probably stopped.
-const SANDBOX_SIGNS: &[(&str, &str)] = &[
-    ("Read-only file system", "a write to a protected path"),
-    ("Could not resolve host", "a network connection"),
-    (
-        "Temporary failure in name resolution",
-        "a network connection",
-    ),
-    ("Network is unreachable", "a network connection"),
-    (
-        "Operation not permitted",
-        "a write outside the root folders or a network connection",
-    ),
-    ("Permission denied", "a write outside the root folders"),
-];
 
 /// A finished foreground run.
 pub(super) struct Finished {
@@ -260,18 +255,17 @@ pub(super) struct Finished {
 
 impl Finished {
     /// Why the sandbox probably stopped it, if it did.
-    fn blocked_by_sandbox(&self) -> Option<&'static str> {
-        if !self.sandboxed || !matches!(self.ending, Ending::Exited(code) if code != 0) {
+    pub(super) fn blocked_by_sandbox(&self) -> Option<&'static str> {
+        let Ending::Exited(code) = self.ending else {
+            return None;
+        };
+        if !self.sandboxed {
             return None;
         }
-        let text = format!("{}{}", self.output.head, self.output.tail);
-        SANDBOX_SIGNS
-            .iter()
-            .find(|(sign, _)| text.contains(sign))
-            .map(|(_, cause)| *cause)
+        denial(code, &format!("{}{}", self.output.head, self.output.tail))
     }
 
-    fn last_lines(&self, n: usize) -> String {
+    pub(super) fn last_lines(&self, n: usize) -> String {
         let text = if self.output.tail.is_empty() {
             &self.output.head
         } else {
@@ -355,12 +349,13 @@ impl Finished {
     }
 }
 
-/// The helper plan of one call, and the protected paths that did not exist before it.
+/// The helper plan of one call, and for a sandboxed one what it protects (to undo what the
+/// command planted, after it). Blocking.
 fn plan(
     args: &BashArgs,
     ctx: &ToolContext,
     sandboxed: bool,
-) -> Result<(HelperPlan, Vec<PathBuf>), ToolError> {
+) -> Result<(HelperPlan, Option<Scan>), ToolError> {
     let workdir = match &args.workdir {
         Some(dir) => ctx.resolve(dir)?.path,
         None => ctx
@@ -370,26 +365,40 @@ fn plan(
             .ok_or(PathError::NoRoots)?,
     };
     let settings = &ctx.env().settings().bash;
-    let mut missing = Vec::new();
+    let mut protected = None;
     let sandbox = if sandboxed {
-        let mut writable: Vec<PathBuf> = ctx
+        let roots: Vec<PathBuf> = ctx
             .roots()
             .roots()
             .iter()
             .map(|r| r.path().to_owned())
             .collect();
+        let scan = ctx
+            .session()
+            .state::<ScanCache>()
+            .get(ctx.policy().protected(), &roots);
+        let mut writable = roots;
         writable.push(session_tmp(ctx)?);
-        let mut read_only = Vec::new();
-        for root in ctx.roots().roots() {
-            let (existing, absent) = protected_paths(root.path());
-            read_only.extend(existing);
-            missing.extend(absent);
-        }
-        Some(SandboxPlan {
+        let support = ctx.env().exec().support();
+        let unix_sockets = ctx.env().exec().unix_sockets().to_vec();
+        // Below Landlock ABI 9 the sockets that listen now are hidden; a new one makes a new
+        // sandbox (the plan differs).
+        let hidden_sockets = if support.mounts && !support.unix_socket_rules() {
+            sockets_to_hide(&writable, &unix_sockets)
+        } else {
+            Vec::new()
+        };
+        let plan = SandboxPlan {
             writable,
-            read_only,
+            read_only: scan.read_only.clone(),
+            pinned: scan.pinned.clone(),
             network: settings.network,
-        })
+            unix_sockets,
+            hidden_sockets,
+            support,
+        };
+        protected = Some(scan);
+        Some(plan)
     } else {
         None
     };
@@ -399,20 +408,37 @@ fn plan(
         workdir,
         sandbox,
     };
-    Ok((plan, missing))
+    Ok((plan, protected))
 }
 
-/// The session's private temp directory (removed with the session).
+/// Where a command of this plan runs: in one of the session's sandboxes, which stay from
+/// command to command, where the kernel gives them a PID namespace of their own; else in a
+/// helper of its own.
+fn place<'a>(plan: &'a HelperPlan, ctx: &ToolContext) -> Place<'a> {
+    match &plan.sandbox {
+        Some(sandbox) if sandbox.support.mounts && sandbox.support.pid_namespace => {
+            Place::Sandbox {
+                plan,
+                pool: ctx.session().state::<Sandboxes>(),
+            }
+        }
+        _ => Place::Helper(plan),
+    }
+}
+
+/// The session's private temp directory (0700, removed with the session; see
+/// [`crate::sandbox::tmp`]). Blocking.
 pub(super) fn session_tmp(ctx: &ToolContext) -> Result<PathBuf, ToolError> {
     #[derive(Default)]
-    struct SessionTmp(OnceLock<Option<tempfile::TempDir>>);
-    let tmp = ctx.session().state::<SessionTmp>();
+    struct Tmp(OnceLock<Option<SessionTmp>>);
+    let tmp = ctx.session().state::<Tmp>();
     tmp.0
-        .get_or_init(|| {
-            tempfile::Builder::new()
-                .prefix("gimlet-tmp-")
-                .tempdir()
-                .ok()
+        .get_or_init(|| match SessionTmp::create() {
+            Ok(tmp) => Some(tmp),
+            Err(err) => {
+                tracing::warn!("cannot create the session's temp directory: {err}");
+                None
+            }
         })
         .as_ref()
         .map(|dir| dir.path().to_owned())
@@ -430,44 +456,58 @@ pub(super) async fn run_foreground(
         .helper()
         .map(std::path::Path::to_owned)
         .ok_or_else(|| ToolError::failed("no command helper configured"))?;
-    let (plan, missing, env) = {
+    let (plan, protected, env, mut notes) = {
         let args = args.clone();
         ctx.blocking(move |ctx| {
-            let (plan, missing) = plan(&args, &ctx, sandboxed)?;
+            // What running background jobs planted goes first: the scan must not take it for
+            // the user's own.
+            let notes = ctx.session().state::<Jobs>().undo_planted();
+            let (plan, protected) = plan(&args, &ctx, sandboxed)?;
             let tmp = if sandboxed {
                 Some(session_tmp(&ctx)?)
             } else {
                 None
             };
             let env = command_env(&ctx.env().settings().bash, tmp.as_deref());
-            Ok((plan, missing, env))
+            Ok((plan, protected, env, notes))
         })
         .await?
     };
     let timeout = Duration::from_millis(args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS));
-    let mut running = spawn(&helper, &plan, &env)
+    let mut running = spawn(&helper, place(&plan, ctx), &env)
+        .await
         .map_err(|e| ToolError::io(format!("starting `{}`", args.command), e))?;
     let mut output = OutputBuffer::new(ctx.env().spill(), KEEP_BYTES).with_max_spill(MAX_LOG_BYTES);
     let mut last_line = String::new();
-    let mut last_progress = Instant::now();
     let started = Instant::now();
     let outcome = running
         .run(
             Some(Instant::now() + timeout),
             ctx.cancellation(),
-            |bytes| {
-                output.push_bytes(bytes);
-                if let Some(line) = String::from_utf8_lossy(bytes)
-                    .lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                {
-                    last_line = line.chars().take(200).collect();
+            Some(HEARTBEAT),
+            |event| match event {
+                Event::Output(bytes) => {
+                    output.push_bytes(bytes);
+                    if let Some(line) = String::from_utf8_lossy(bytes)
+                        .lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                    {
+                        last_line = line.chars().take(200).collect();
+                    }
                 }
-                if last_progress.elapsed() >= Duration::from_secs(1) {
-                    last_progress = Instant::now();
+                // A heartbeat, output or not: hosts that time out a call without progress
+                // (and HTTP sessions' idle timers) keep waiting, and the user sees it live.
+                Event::Tick => {
+                    let elapsed = started.elapsed();
+                    let message = if last_line.is_empty() {
+                        format!("running for {} s", elapsed.as_secs())
+                    } else {
+                        format!("running for {} s: {last_line}", elapsed.as_secs())
+                    };
                     ctx.progress(ProgressUpdate {
-                        message: Some(format!("{}s: {last_line}", started.elapsed().as_secs())),
+                        progress: Some(elapsed.as_secs_f64()),
+                        message: Some(message),
                         ..ProgressUpdate::default()
                     });
                 }
@@ -477,9 +517,8 @@ pub(super) async fn run_foreground(
     if outcome.ending == Ending::Cancelled {
         return Err(ToolError::Cancelled);
     }
-    let mut notes = Vec::new();
-    if sandboxed {
-        notes.extend(ctx.blocking(move |_| Ok(remove_created(&missing))).await?);
+    if let Some(protected) = protected {
+        notes.extend(ctx.blocking(move |_| Ok(protected.undo_planted())).await?);
     }
     let output = output.finish();
     if let Ending::Exited(code) = outcome.ending
@@ -501,26 +540,6 @@ pub(super) async fn run_foreground(
     })
 }
 
-/// Protected paths may not be created by sandboxed commands: those that appeared are removed.
-fn remove_created(missing: &[PathBuf]) -> Vec<String> {
-    let mut notes = Vec::new();
-    for path in missing {
-        let Ok(meta) = std::fs::symlink_metadata(path) else {
-            continue;
-        };
-        let removed = if meta.is_dir() {
-            std::fs::remove_dir_all(path)
-        } else {
-            std::fs::remove_file(path)
-        };
-        notes.push(match removed {
-            Ok(()) => format!("The command created {}, a protected path that sandboxed commands may not create; it was removed", path.display()),
-            Err(err) => format!("The command created {}, a protected path; removing it failed: {err}", path.display()),
-        });
-    }
-    notes
-}
-
 async fn start_background(
     args: &BashArgs,
     ctx: &ToolContext,
@@ -532,10 +551,10 @@ async fn start_background(
         .helper()
         .map(std::path::Path::to_owned)
         .ok_or_else(|| ToolError::failed("no command helper configured"))?;
-    let (plan, env) = {
+    let (plan, protected, env) = {
         let args = args.clone();
         ctx.blocking(move |ctx| {
-            let (plan, _) = plan(&args, &ctx, sandboxed)?;
+            let (plan, protected) = plan(&args, &ctx, sandboxed)?;
             let tmp = if sandboxed {
                 Some(session_tmp(&ctx)?)
             } else {
@@ -543,15 +562,17 @@ async fn start_background(
             };
             Ok((
                 plan,
+                protected,
                 command_env(&ctx.env().settings().bash, tmp.as_deref()),
             ))
         })
         .await?
     };
-    let running = spawn(&helper, &plan, &env)
+    let running = spawn(&helper, place(&plan, ctx), &env)
+        .await
         .map_err(|e| ToolError::io(format!("starting `{}`", args.command), e))?;
     let jobs = ctx.session().state::<Jobs>();
-    let job = jobs.start(running, args.command.clone(), sandboxed, ctx.env().spill());
+    let job = jobs.start(running, args.command.clone(), protected, ctx.env().spill());
     let where_ = if sandboxed {
         "sandboxed"
     } else {

@@ -3,7 +3,8 @@
 //! The command gets the call's arguments as JSON on stdin and prints the result on stdout.
 //! It runs the way `bash` runs a command: in the first root, in the sandbox when there is one,
 //! with the same timeout, cancellation, output bounds and credential-free environment. Its
-//! stderr is kept apart and shown only when it fails. The arguments are checked against the
+//! stderr is kept apart and shown only when it fails. When the sandbox stopped it, the
+//! pipeline asks whether to run it again outside, as for `bash`. The arguments are checked against the
 //! declared JSON schema before anything runs.
 
 use std::borrow::Cow;
@@ -18,6 +19,7 @@ use crate::error::ToolError;
 use crate::permission::{Access, Permission};
 use crate::process::Ending;
 use crate::registry::{DynTool, ErasedArgs};
+use crate::sandbox::{SandboxDenied, denial};
 use crate::tool::{Content, InterruptBehavior, JsonObject, OutputLimits, ToolFlags, ToolOutput};
 
 use super::bash::{BashArgs, run_foreground, session_tmp};
@@ -233,67 +235,125 @@ impl DynTool for CommandTool {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let args = args.downcast::<Value>()?;
-            let sandboxed = self.sandboxed(ctx.env());
-            let json = serde_json::to_vec(&args).map_err(|e| ToolError::failed(e.to_string()))?;
-            let call = ctx.call_id().to_owned();
-            let (input, errors) = ctx
-                .blocking(move |ctx| {
-                    let dir = session_tmp(&ctx)?;
-                    let input = dir.join(format!("plugin-{call}.json"));
-                    let errors = dir.join(format!("plugin-{call}.err"));
-                    std::fs::write(&input, json)
-                        .map_err(|e| ToolError::io("writing the plugin's input", e))?;
-                    Ok((input, errors))
-                })
-                .await?;
-            let command = BashArgs {
-                command: format!(
-                    "{{ {}\n}} < {} 2> {}",
-                    self.command,
-                    quote(&input.to_string_lossy()),
-                    quote(&errors.to_string_lossy())
-                ),
-                timeout_ms: Some(self.timeout_s * 1000),
-                workdir: None,
-                description: None,
-                run_in_background: None,
+            let run = PluginRun {
+                name: self.name.clone(),
+                title: self.title.clone(),
+                command: self.command.clone(),
+                timeout_s: self.timeout_s,
             };
-            let finished = run_foreground(&command, ctx, sandboxed).await;
-            let stderr = ctx
-                .blocking(move |_| {
-                    let text = std::fs::read(&errors).unwrap_or_default();
-                    let _ = std::fs::remove_file(&input);
-                    let _ = std::fs::remove_file(&errors);
-                    Ok(String::from_utf8_lossy(&text[..text.len().min(64 * 1024)]).into_owned())
-                })
-                .await?;
-            let finished = finished?;
-            if finished.ending == Ending::Exited(0) {
-                let mut output = ToolOutput::default().with_title(self.title.clone());
-                output.content.push(Content::Long(finished.output));
-                return Ok(output);
-            }
-            let stdout = if finished.output.tail.is_empty() {
-                finished.output.head.clone()
-            } else {
-                format!("{}\n[...]\n{}", finished.output.head, finished.output.tail)
-            };
-            match finished.ending {
-                Ending::Exited(code) => Err(ToolError::failed(format!(
-                    "`{}` failed with exit status {code}.{}{}",
-                    self.name,
-                    labelled("stderr", &stderr),
-                    labelled("stdout", &stdout),
-                ))),
-                Ending::TimedOut => Err(ToolError::failed(format!(
+            run.run(args, ctx, self.sandboxed(ctx.env())).await
+        })
+    }
+}
+
+/// One call of a plugin tool: what it needs to run (again, outside the sandbox).
+#[derive(Debug, Clone)]
+struct PluginRun {
+    name: String,
+    title: String,
+    command: String,
+    timeout_s: u64,
+}
+
+impl PluginRun {
+    /// Runs the command with the arguments on stdin. When the sandbox stopped it, the
+    /// pipeline gets to decide whether it runs again outside ([`ToolError::SandboxDenied`]).
+    fn run(
+        self,
+        args: Value,
+        ctx: &ToolContext,
+        sandboxed: bool,
+    ) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+        Box::pin(self.run_inner(args, ctx, sandboxed))
+    }
+
+    async fn run_inner(
+        self,
+        args: Value,
+        ctx: &ToolContext,
+        sandboxed: bool,
+    ) -> Result<ToolOutput, ToolError> {
+        let json = serde_json::to_vec(&args).map_err(|e| ToolError::failed(e.to_string()))?;
+        let call = ctx.call_id().to_owned();
+        let (input, errors) = ctx
+            .blocking(move |ctx| {
+                let dir = session_tmp(&ctx)?;
+                let input = dir.join(format!("plugin-{call}.json"));
+                let errors = dir.join(format!("plugin-{call}.err"));
+                std::fs::write(&input, json)
+                    .map_err(|e| ToolError::io("writing the plugin's input", e))?;
+                Ok((input, errors))
+            })
+            .await?;
+        let command = BashArgs {
+            command: format!(
+                "{{ {}\n}} < {} 2> {}",
+                self.command,
+                quote(&input.to_string_lossy()),
+                quote(&errors.to_string_lossy())
+            ),
+            timeout_ms: Some(self.timeout_s * 1000),
+            workdir: None,
+            description: None,
+            run_in_background: None,
+        };
+        let finished = run_foreground(&command, ctx, sandboxed).await;
+        let stderr = ctx
+            .blocking(move |_| {
+                let text = std::fs::read(&errors).unwrap_or_default();
+                let _ = std::fs::remove_file(&input);
+                let _ = std::fs::remove_file(&errors);
+                Ok(String::from_utf8_lossy(&text[..text.len().min(64 * 1024)]).into_owned())
+            })
+            .await?;
+        let finished = finished?;
+        if finished.ending == Ending::Exited(0) {
+            let mut output = ToolOutput::default().with_title(self.title.clone());
+            output.content.push(Content::Long(finished.output));
+            return Ok(output);
+        }
+        let stdout = if finished.output.tail.is_empty() {
+            finished.output.head.clone()
+        } else {
+            format!("{}\n[...]\n{}", finished.output.head, finished.output.tail)
+        };
+        let failure = match finished.ending {
+            Ending::Exited(code) => ToolError::failed(format!(
+                "`{}` failed with exit status {code}.{}{}",
+                self.name,
+                labelled("stderr", &stderr),
+                labelled("stdout", &stdout),
+            )),
+            Ending::TimedOut => {
+                return Err(ToolError::failed(format!(
                     "`{}` did not finish within {} s and was stopped.{}",
                     self.name,
                     self.timeout_s,
                     labelled("stderr", &stderr)
-                ))),
-                Ending::Cancelled => Err(ToolError::Cancelled),
+                )));
             }
-        })
+            Ending::Cancelled => return Err(ToolError::Cancelled),
+        };
+        let cause = match finished.ending {
+            Ending::Exited(code) if sandboxed => denial(code, &format!("{stderr}{stdout}")),
+            _ => None,
+        };
+        let Some(cause) = cause else {
+            return Err(failure);
+        };
+        let text = failure.to_string();
+        let last_lines = text.lines().rev().take(8).collect::<Vec<_>>();
+        let last_lines = last_lines.into_iter().rev().collect::<Vec<_>>().join("\n");
+        let mut output = ToolOutput::text(text).with_title(self.title.clone());
+        output.is_error = true;
+        Err(ToolError::SandboxDenied(Box::new(SandboxDenied {
+            command: self.command.clone(),
+            access: Access::command(&self.command, false),
+            cause,
+            last_lines,
+            output,
+            rerun: Box::new(move |ctx| self.run(args, ctx, false)),
+        })))
     }
 }
 

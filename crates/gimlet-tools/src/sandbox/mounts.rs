@@ -1,0 +1,251 @@
+//! The command's namespaces and its view of the file system.
+//!
+//! In a private mount namespace (inside a new user namespace unless the helper runs as root):
+//! - the roots and the temp directory are bound onto themselves, and then every other mount is
+//!   made read-only. Landlock confines writes of content; a read-only mount also refuses what
+//!   Landlock does not cover: `chmod`, `chown`, `utime`, extended attributes;
+//! - every git directory is bound onto itself (a mount point cannot be renamed, removed or
+//!   replaced), and every existing protected path is a read-only bind mount of itself;
+//! - Unix sockets that listen outside the roots (as `/proc/net/unix` lists them, read by the
+//!   server for each command: a new one makes a new sandbox) have `/dev/null` mounted over
+//!   them, so `connect` is refused. Landlock ABI 9 refuses all of them; below it this is what
+//!   there is.
+//!
+//! Only mounts of this namespace change; the rest of the system sees nothing of it.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+
+use rustix::io::Errno;
+use rustix::mount::{MountFlags, MountPropagationFlags};
+use rustix::thread::UnshareFlags;
+
+use super::SandboxPlan;
+
+/// Enters the namespaces (a PID namespace too when `pid`: the helper's next child is its
+/// init). Must run while the process has one thread.
+pub(super) fn unshare(pid: bool) -> Result<(), String> {
+    let uid = rustix::process::getuid();
+    let gid = rustix::process::getgid();
+    let mut flags = UnshareFlags::NEWNS;
+    if !uid.is_root() {
+        flags |= UnshareFlags::NEWUSER;
+    }
+    if pid {
+        flags |= UnshareFlags::NEWPID;
+    }
+    #[expect(
+        deprecated,
+        reason = "NEWNS, NEWUSER and NEWPID are unshared, not FILES, which is what makes unshare unsafe"
+    )]
+    rustix::thread::unshare(flags).map_err(|e| format!("unshare: {e}"))?;
+    if !uid.is_root() {
+        let write = |path: &str, text: String| {
+            std::fs::write(path, text).map_err(|e| format!("{path}: {e}"))
+        };
+        write("/proc/self/setgroups", String::from("deny"))?;
+        write("/proc/self/uid_map", format!("{0} {0} 1", uid.as_raw()))?;
+        write("/proc/self/gid_map", format!("{0} {0} 1", gid.as_raw()))?;
+    }
+    rustix::mount::mount_change(
+        "/",
+        MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
+    )
+    .map_err(|e| format!("private mounts: {e}"))
+}
+
+/// Builds the command's view of the file system (see the module docs). Call after
+/// [`unshare`].
+pub(super) fn prepare(plan: &SandboxPlan) -> Result<(), String> {
+    let writable: Vec<&PathBuf> = plan.writable.iter().filter(|p| p.is_dir()).collect();
+    for dir in &writable {
+        rustix::mount::mount_bind_recursive(dir.as_path(), dir.as_path())
+            .map_err(|e| format!("bind {}: {e}", dir.display()))?;
+    }
+    read_only_outside(&writable)?;
+    protect(&plan.pinned, &plan.read_only)?;
+    for socket in &plan.hidden_sockets {
+        // Gone since `/proc/net/unix` was read, or not reachable by this path: nothing to hide.
+        let _ = rustix::mount::mount_bind("/dev/null", socket);
+    }
+    Ok(())
+}
+
+/// The Unix sockets to hide from a sandbox: those listed in `/proc/net/unix` (bound in the
+/// server's network namespace, which sandboxes share) outside `writable`, but `allowed`.
+pub(crate) fn sockets_to_hide(writable: &[PathBuf], allowed: &[PathBuf]) -> Vec<PathBuf> {
+    let mut sockets = listening_sockets();
+    sockets.retain(|s| !writable.iter().any(|w| s.starts_with(w)) && !allowed.contains(s));
+    sockets
+}
+
+/// Makes every mount read-only but those at or below a writable path.
+fn read_only_outside(writable: &[&PathBuf]) -> Result<(), String> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
+    for mount in mountinfo.lines().filter_map(Mount::parse) {
+        if writable.iter().any(|w| mount.target.starts_with(w)) {
+            continue;
+        }
+        let flags = mount.flags | MountFlags::BIND | MountFlags::RDONLY;
+        // The root mount must be read-only; others may be hidden under later mounts or gone,
+        // and then cannot be written through either.
+        if let Err(err) = rustix::mount::mount_remount(&mount.target, flags, "")
+            && mount.target == Path::new("/")
+        {
+            return Err(format!("read-only /: {err}"));
+        }
+    }
+    Ok(())
+}
+
+/// Pins git directories and makes protected paths read-only. Parents are mounted before their
+/// children, so that a later mount never hides an earlier one.
+fn protect(pinned: &[PathBuf], read_only: &[PathBuf]) -> Result<(), String> {
+    let mut mounts: Vec<(&PathBuf, bool)> = pinned
+        .iter()
+        .map(|p| (p, false))
+        .chain(read_only.iter().map(|p| (p, true)))
+        .collect();
+    mounts.sort_by_key(|(path, read_only)| (path.components().count(), *read_only));
+    for (path, read_only) in mounts {
+        match std::fs::symlink_metadata(path) {
+            // A link cannot be mounted over (mount follows it); the server puts it back.
+            Ok(meta) if meta.file_type().is_symlink() => continue,
+            Ok(_) => {}
+            // Gone since the scan: the server's check after the command covers it.
+            Err(_) => continue,
+        }
+        match rustix::mount::mount_bind(path, path) {
+            Ok(()) => {}
+            Err(Errno::NOENT) => continue,
+            Err(err) => return Err(format!("bind {}: {err}", path.display())),
+        }
+        if read_only {
+            rustix::mount::mount_remount(path, MountFlags::BIND | MountFlags::RDONLY, "")
+                .map_err(|e| format!("read-only {}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The paths of Unix sockets bound in this network namespace (`/proc/net/unix`), those that
+/// exist as sockets now.
+fn listening_sockets() -> Vec<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(table) = std::fs::read("/proc/net/unix") else {
+        return Vec::new();
+    };
+    let mut paths: Vec<PathBuf> = table
+        .split(|b| *b == b'\n')
+        .skip(1)
+        .filter_map(|line| {
+            // `Num RefCount Protocol Flags Type St Inode Path`: the path may hold spaces.
+            let mut rest = line;
+            for _ in 0..7 {
+                let at = rest.iter().position(|b| *b != b' ')?;
+                rest = &rest[at..];
+                let end = rest.iter().position(|b| *b == b' ')?;
+                rest = &rest[end..];
+            }
+            let path = rest.strip_prefix(b" ")?;
+            path.starts_with(b"/")
+                .then(|| PathBuf::from(OsString::from_vec(path.to_vec())))
+        })
+        .collect();
+    paths.retain(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_socket()));
+    let mut paths: Vec<PathBuf> = paths
+        .into_iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+/// One line of `/proc/self/mountinfo`: where the mount is, and the flags a remount must keep
+/// (in a user namespace, a remount that drops a locked flag is refused).
+#[derive(Debug, PartialEq, Eq)]
+struct Mount {
+    target: PathBuf,
+    flags: MountFlags,
+}
+
+impl Mount {
+    fn parse(line: &str) -> Option<Self> {
+        let mut fields = line.split(' ');
+        let target = unescape(fields.nth(4)?);
+        let options = fields.next()?;
+        let mut flags = MountFlags::empty();
+        let mut atime = MountFlags::STRICTATIME;
+        for option in options.split(',') {
+            match option {
+                "nosuid" => flags |= MountFlags::NOSUID,
+                "nodev" => flags |= MountFlags::NODEV,
+                "noexec" => flags |= MountFlags::NOEXEC,
+                "nodiratime" => flags |= MountFlags::NODIRATIME,
+                "noatime" => atime = MountFlags::NOATIME,
+                "relatime" => atime = MountFlags::RELATIME,
+                _ => {}
+            }
+        }
+        Some(Self {
+            target,
+            flags: flags | atime,
+        })
+    }
+}
+
+/// `/proc/self/mountinfo` writes space, tab, newline and backslash as `\040`-style octal.
+fn unescape(field: &str) -> PathBuf {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\'
+            && bytes
+                .get(i + 1..i + 4)
+                .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+            && let Ok(byte) = u8::from_str_radix(&field[i + 1..i + 4], 8)
+        {
+            out.push(byte);
+            i += 4;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    PathBuf::from(OsString::from_vec(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_lines_give_the_target_and_the_flags_to_keep() {
+        let line =
+            "36 35 98:0 /mnt1 /mnt\\040two rw,nosuid,nodev,noatime master:1 - ext3 /dev/root rw";
+        assert_eq!(
+            Mount::parse(line),
+            Some(Mount {
+                target: PathBuf::from("/mnt two"),
+                flags: MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOATIME,
+            })
+        );
+        let line = "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw";
+        assert_eq!(Mount::parse(line).unwrap().flags, MountFlags::RELATIME);
+        let line = "27 1 254:0 / /x rw - ext4 /dev/vda rw";
+        assert_eq!(Mount::parse(line).unwrap().flags, MountFlags::STRICTATIME);
+        assert_eq!(Mount::parse("garbage"), None);
+    }
+
+    #[test]
+    fn the_socket_table_gives_existing_sockets() {
+        // Whatever this machine has: every path listed exists as a socket.
+        for path in listening_sockets() {
+            assert!(path.is_absolute(), "{}", path.display());
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! A session's private temp directory (the commands' `$TMPDIR`), and the sweep of those left
+//! by sessions that are gone.
+//!
+//! The directory is `gimlet-tmp-XXXXXX` in the system's temp directory, mode 0700 (the
+//! commands' umask is left alone: their files are private because the directory is). The
+//! server holds an exclusive `flock` on it for as long as the session lives; the lock goes
+//! with the process, however it ends (a `SIGKILL` included). So a directory whose lock can be
+//! taken belongs to a session that is gone, and the first session of a later server removes
+//! it.
+
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use rustix::fs::{FlockOperation, Mode, OFlags};
+
+/// The name every session temp directory starts with.
+const PREFIX: &str = "gimlet-tmp-";
+
+/// A session's temp directory: removed when dropped (the session ends).
+#[derive(Debug)]
+pub(crate) struct SessionTmp {
+    dir: tempfile::TempDir,
+    _lock: OwnedFd,
+}
+
+impl SessionTmp {
+    /// Creates one (sweeping those of gone sessions first, once per process). Blocking.
+    pub(crate) fn create() -> std::io::Result<Self> {
+        static SWEPT: Once = Once::new();
+        let parent = std::env::temp_dir();
+        SWEPT.call_once(|| {
+            let removed = sweep(&parent);
+            if removed > 0 {
+                tracing::debug!(removed, "removed temp directories of gone sessions");
+            }
+        });
+        let dir = tempfile::Builder::new()
+            .prefix(PREFIX)
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir_in(&parent)?;
+        let lock = rustix::fs::open(
+            dir.path(),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        rustix::fs::flock(&lock, FlockOperation::NonBlockingLockExclusive)?;
+        Ok(Self { dir, _lock: lock })
+    }
+
+    /// The directory.
+    pub(crate) fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// Removes the session temp directories in `parent` that belong to this user and to no live
+/// session (nobody holds their lock). Returns how many went.
+pub(crate) fn sweep(parent: &Path) -> usize {
+    let me = rustix::process::geteuid().as_raw();
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(PREFIX) {
+            continue;
+        }
+        let path: PathBuf = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !meta.is_dir() || meta.uid() != me {
+            continue;
+        }
+        let Ok(dir) = rustix::fs::open(
+            &path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) else {
+            continue;
+        };
+        // Held: a live session's. Taken: its session is gone (the lock went with it).
+        if rustix::fs::flock(&dir, FlockOperation::NonBlockingLockExclusive).is_ok()
+            && std::fs::remove_dir_all(&path).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_sessions_directory_stays_and_a_gone_ones_is_swept() {
+        let parent = tempfile::tempdir().unwrap();
+        let live = tempfile::Builder::new()
+            .prefix(PREFIX)
+            .tempdir_in(parent.path())
+            .unwrap();
+        let lock = rustix::fs::open(
+            live.path(),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .unwrap();
+        rustix::fs::flock(&lock, FlockOperation::NonBlockingLockExclusive).unwrap();
+        let gone = parent.path().join(format!("{PREFIX}gone"));
+        std::fs::create_dir_all(gone.join("sub")).unwrap();
+        std::fs::write(gone.join("sub/file"), "x").unwrap();
+        let other = parent.path().join("not-ours");
+        std::fs::create_dir(&other).unwrap();
+        // A link named like a session directory is left alone, and so is what it points at.
+        std::os::unix::fs::symlink(&other, parent.path().join(format!("{PREFIX}link"))).unwrap();
+
+        assert_eq!(sweep(parent.path()), 1);
+        assert!(!gone.exists());
+        assert!(live.path().exists());
+        assert!(other.exists());
+        drop(lock);
+        assert_eq!(sweep(parent.path()), 1, "its lock went with it");
+        assert!(!live.path().exists());
+    }
+
+    #[test]
+    fn a_session_directory_is_private() {
+        let tmp = SessionTmp::create().unwrap();
+        let mode = std::fs::metadata(tmp.path()).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        let path = tmp.path().to_owned();
+        drop(tmp);
+        assert!(!path.exists());
+    }
+}
