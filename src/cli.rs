@@ -193,6 +193,7 @@ fn setup(global: &GlobalArgs) -> anyhow::Result<(ToolEnv, ToolRegistry)> {
         .policy(config.policy(global.mode.map(Mode::from))?)
         .limits(config.limits())
         .settings(config.tools.clone())
+        .lsp(config.lsp.clone())
         .budget(config.budget);
     if let Some(path) = &global.audit_log {
         let log = AuditLog::open(path)
@@ -247,6 +248,19 @@ fn reload(global: &GlobalArgs) -> Result<gimlet_mcp::Reloaded, String> {
 /// `gimlet serve`: MCP over stdio, or streamable HTTP.
 pub(crate) async fn serve(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let (env, registry) = setup(global)?;
+    // Language servers outlive the sessions; they are shut down after the server stops.
+    let lsp = Arc::clone(env.lsp());
+    let served = serve_with(global, args, env, registry).await;
+    lsp.shutdown().await;
+    served
+}
+
+async fn serve_with(
+    global: &GlobalArgs,
+    args: &ServeArgs,
+    env: ToolEnv,
+    registry: ToolRegistry,
+) -> anyhow::Result<ExitCode> {
     let again = global.clone();
     let config = gimlet_mcp::ServerConfig::new(env, registry)
         .ask_timeout(std::time::Duration::from_secs(global.ask_timeout))
@@ -319,7 +333,9 @@ pub(crate) async fn call(
         })
     };
     let ctx = ToolContext::builder(Arc::clone(&env)).asker(asker).build();
-    let report = match pipeline::run(&registry, tool, input, &ctx).await {
+    let report = pipeline::run(&registry, tool, input, &ctx).await;
+    env.lsp().shutdown().await;
+    let report = match report {
         Ok(report) => report,
         Err(err @ CallError::UnknownTool { .. }) => anyhow::bail!(err),
     };

@@ -11,9 +11,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ask::{Asker, DenyAsker};
 use crate::audit::{AuditLog, Decision};
-use crate::config::{Budget, Settings};
+use crate::config::{Budget, LspConfig, Settings};
 use crate::error::ToolError;
 use crate::fs::{ContentHash, FileStates, PathError, PathLocks, ResolvedPath, Root, RootSet};
+use crate::lsp::{Changed, LanguageServers};
 use crate::permission::{Access, Grants, PathAccess, Policy};
 use crate::pipeline::Hook;
 use crate::sandbox::{Exec, SandboxSetting};
@@ -66,6 +67,7 @@ pub struct ToolEnv {
     budget: Budget,
     audit: Option<Arc<AuditLog>>,
     workers: Arc<tokio::sync::Semaphore>,
+    lsp: Arc<LanguageServers>,
 }
 
 /// Calls that may run at once across all sessions, by default.
@@ -162,6 +164,11 @@ impl ToolEnv {
         &self.locks
     }
 
+    /// The language servers (none unless [`ToolEnvBuilder::lsp`] was given a config).
+    pub fn lsp(&self) -> &Arc<LanguageServers> {
+        &self.lsp
+    }
+
     /// A copy for one client: same roots and config, that client's name.
     #[must_use]
     pub fn for_client(&self, client_name: Option<String>) -> Self {
@@ -178,6 +185,7 @@ impl ToolEnv {
             budget: self.budget,
             audit: self.audit.clone(),
             workers: Arc::clone(&self.workers),
+            lsp: Arc::clone(&self.lsp),
         }
     }
 }
@@ -197,6 +205,7 @@ pub struct ToolEnvBuilder {
     budget: Budget,
     audit: Option<Arc<AuditLog>>,
     max_parallel: Option<usize>,
+    lsp: Option<LspConfig>,
 }
 
 /// Why a [`ToolEnv`] could not be built.
@@ -307,6 +316,14 @@ impl ToolEnvBuilder {
         self
     }
 
+    /// Uses language servers as `config` says (the `[lsp]` section): diagnostics after
+    /// changes and the `lsp` tool. Without this, none are started.
+    #[must_use]
+    pub fn lsp(mut self, config: LspConfig) -> Self {
+        self.lsp = Some(config);
+        self
+    }
+
     /// Writes one line per call to this audit log.
     #[must_use]
     pub fn audit(mut self, log: AuditLog) -> Self {
@@ -333,18 +350,29 @@ impl ToolEnvBuilder {
             path: spill_dir.display().to_string(),
             source,
         })?;
+        let exec = Arc::new(Exec::with_cache(
+            self.exec_helper,
+            self.sandbox,
+            Some(spill_dir.join(".sandbox-probe.json")),
+        ));
+        let settings = self.settings.unwrap_or_default();
+        let lsp = match &self.lsp {
+            Some(config) => LanguageServers::new(
+                config,
+                Arc::clone(&exec),
+                settings.bash.clone(),
+                roots.roots().iter().map(|r| r.path().to_owned()).collect(),
+            ),
+            None => LanguageServers::disabled(),
+        };
         Ok(ToolEnv {
             roots,
             policy: RwLock::new(Arc::new(self.policy.unwrap_or_default())),
             limits: self.limits.unwrap_or_default(),
             spill,
-            exec: Arc::new(Exec::with_cache(
-                self.exec_helper,
-                self.sandbox,
-                Some(spill_dir.join(".sandbox-probe.json")),
-            )),
+            exec,
             client_name: self.client_name,
-            settings: Arc::new(self.settings.unwrap_or_default()),
+            settings: Arc::new(settings),
             hooks: self.hooks,
             locks: Arc::new(PathLocks::default()),
             budget: self.budget,
@@ -352,6 +380,7 @@ impl ToolEnvBuilder {
             workers: Arc::new(tokio::sync::Semaphore::new(
                 self.max_parallel.unwrap_or(DEFAULT_MAX_PARALLEL_CALLS),
             )),
+            lsp: Arc::new(lsp),
         })
     }
 }
@@ -510,6 +539,7 @@ struct ContextInner {
     resolved: Mutex<Vec<(String, ResolvedPath)>>,
     previews: Mutex<Vec<(PathBuf, Option<ContentHash>)>>,
     decision: Mutex<Option<Decision>>,
+    changed: Mutex<Vec<Changed>>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -694,6 +724,34 @@ impl ToolContext {
             .clone()
     }
 
+    /// Records that this call changed the file at `path` (resolved), which held `before`
+    /// (`None`: nothing). After the call, the pipeline sends the change to the file's language
+    /// server and appends its diagnostics. Costs nothing for a file no server serves.
+    pub fn record_change(&self, path: &Path, before: Option<&[u8]>) {
+        if !self.inner.env.lsp.covers(path) {
+            return;
+        }
+        self.inner
+            .changed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Changed {
+                path: path.to_owned(),
+                before: before.map(<[u8]>::to_vec),
+            });
+    }
+
+    /// The changes recorded so far, taken.
+    pub(crate) fn take_changes(&self) -> Vec<Changed> {
+        std::mem::take(
+            &mut *self
+                .inner
+                .changed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
     fn is_approved(&self, path: &Path) -> bool {
         let approved = self
             .inner
@@ -846,6 +904,7 @@ impl ToolContextBuilder {
                 resolved: Mutex::new(Vec::new()),
                 previews: Mutex::new(Vec::new()),
                 decision: Mutex::new(None),
+                changed: Mutex::new(Vec::new()),
             }),
         }
     }

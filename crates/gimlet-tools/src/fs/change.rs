@@ -167,6 +167,7 @@ pub fn commit(
     new: Option<&[u8]>,
 ) -> Result<Option<ContentHash>, ToolError> {
     let path = &loaded.resolved.path;
+    ctx.record_change(path, loaded.bytes.as_deref());
     let after = match new {
         Some(bytes) => {
             let meta = write_atomic(&loaded.resolved, bytes, loaded.ownership)?;

@@ -404,6 +404,7 @@ fn plan(
         command: args.command.clone(),
         workdir,
         sandbox,
+        stdio: false,
     };
     Ok((plan, missing))
 }

@@ -139,6 +139,7 @@ fn revert(ctx: &ToolContext, entries: &[JournalEntry]) -> Result<ToolOutput, Too
                 ctx.session().files().forget(&entry.path);
             }
         }
+        ctx.record_change(&entry.path, loaded.bytes.as_deref());
         let after_text = entry
             .before
             .as_ref()
