@@ -93,8 +93,6 @@ pub(crate) struct Synced {
     pub(crate) version: i32,
     /// The publication count before the change was sent: a report for the change comes after.
     pub(crate) seq_before: u64,
-    /// The text the server had before, when the document was open.
-    pub(crate) previous: Option<String>,
     /// Whether anything was sent (the server's text was already this one otherwise).
     pub(crate) sent: bool,
 }
@@ -332,12 +330,11 @@ impl Client {
             Some(doc) if doc.text == text => Synced {
                 version: doc.version,
                 seq_before,
-                previous: Some(text),
                 sent: false,
             },
             Some(doc) => {
                 doc.version += 1;
-                let previous = std::mem::replace(&mut doc.text, text);
+                doc.text = text;
                 self.notify(
                     "textDocument/didChange",
                     json!({
@@ -354,7 +351,6 @@ impl Client {
                 Synced {
                     version: doc.version,
                     seq_before,
-                    previous: Some(previous),
                     sent: true,
                 }
             }
@@ -372,7 +368,6 @@ impl Client {
                 Synced {
                     version: 1,
                     seq_before,
-                    previous: None,
                     sent: true,
                 }
             }
@@ -484,7 +479,11 @@ impl Client {
 
     /// Sends a notification.
     pub(crate) fn notify(&self, method: &str, params: Value) {
-        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+        let mut message = serde_json::Map::new();
+        message.insert(String::from("jsonrpc"), json!("2.0"));
+        message.insert(String::from("method"), json!(method));
+        message.insert(String::from("params"), params);
+        self.send(&Value::Object(message));
     }
 
     fn send(&self, message: &Value) {

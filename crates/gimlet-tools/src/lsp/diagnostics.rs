@@ -244,10 +244,10 @@ pub(crate) fn render(
     }
     if shown.len() > filter.max {
         let rest = shown.len() - filter.max;
+        let noun = if rest == 1 { what.0 } else { what.1 };
         let _ = write!(
             text,
-            "\n… and {} more (the `lsp` tool's `diagnostics` lists them all)",
-            crate::tools::counted(rest, what.0, what.1)
+            "\n… and {rest} more {noun} (the `lsp` tool's `diagnostics` lists them all)"
         );
     }
     text

@@ -18,6 +18,7 @@ mod client;
 mod diagnostics;
 mod framing;
 pub(crate) mod position;
+pub(crate) mod render;
 mod servers;
 mod spawn;
 
@@ -273,6 +274,13 @@ impl LanguageServers {
                 let mut guard = lock(&slot.inner);
                 let inner = &mut *guard;
                 match inner.state.take() {
+                    Some(SlotState::Running(client)) if client.stopped_by_us() => {
+                        inner.state = Some(SlotState::Running(Arc::clone(&client)));
+                        return Err(Unavailable::Failed(format!(
+                            "{} was shut down (gimlet is stopping)",
+                            client.name
+                        )));
+                    }
                     Some(SlotState::Running(client)) if client.alive() => {
                         inner.state = Some(SlotState::Running(Arc::clone(&client)));
                         return Ok((client, inner.note.take()));
@@ -550,35 +558,10 @@ async fn check_file(
         }
     };
     meta["server"] = json!(client.name);
+    meta["sandboxed"] = json!(client.sandboxed);
     let filter = lsp.filter();
     let cancel = ctx.cancellation();
-    // What the server reported for the text before the change: from the open document, or,
-    // the first time, by showing it the old text first.
-    let before: Option<(String, Vec<lsp_types::Diagnostic>)> =
-        match client.open_text(&file.path).await {
-            Some(old) => Some((
-                old,
-                client
-                    .published(&file.path)
-                    .map(|p| p.items)
-                    .unwrap_or_default(),
-            )),
-            None => match file.before.as_deref().map(String::from_utf8_lossy) {
-                None => Some((String::new(), Vec::new())),
-                Some(old) if old == text => None,
-                Some(old) => {
-                    let old = old.into_owned();
-                    let synced = client.sync(&file.path, old.clone()).await;
-                    match client
-                        .wait_for(&file.path, &synced, start_deadline, cancel)
-                        .await
-                    {
-                        Waited::Reported(published) => Some((old, published.items)),
-                        Waited::TimedOut | Waited::Exited(_) => None,
-                    }
-                }
-            },
-        };
+    let before = before_change(&client, file, &text, start_deadline, cancel).await;
     let synced = client.sync(&file.path, text.clone()).await;
     let changed_at = Instant::now();
     let deadline = tokio::time::Instant::now() + lsp.wait();
@@ -619,10 +602,39 @@ async fn check_file(
         }
         Waited::Exited(reason) => {
             meta["outcome"] = json!("exited");
-            lines.push(format!(
-                "{reason} before it reported on {display}; it is restarted on next use."
-            ));
+            lines.push(format!("{reason} before it reported on {display}."));
         }
     }
     (Some(lines.join("\n")), meta)
+}
+
+/// What the server reported for the text before a change: from the open document, or, the
+/// first time, by showing it the old text first (until `deadline`). `None` when unknown.
+async fn before_change(
+    client: &Client,
+    file: &Changed,
+    text: &str,
+    deadline: tokio::time::Instant,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Option<(String, Vec<lsp_types::Diagnostic>)> {
+    if let Some(old) = client.open_text(&file.path).await {
+        let items = client
+            .published(&file.path)
+            .map(|p| p.items)
+            .unwrap_or_default();
+        return Some((old, items));
+    }
+    let Some(old) = file.before.as_deref() else {
+        // A new file: nothing was there before.
+        return Some((String::new(), Vec::new()));
+    };
+    let old = String::from_utf8_lossy(old).into_owned();
+    if old == text {
+        return None;
+    }
+    let synced = client.sync(&file.path, old.clone()).await;
+    match client.wait_for(&file.path, &synced, deadline, cancel).await {
+        Waited::Reported(published) => Some((old, published.items)),
+        Waited::TimedOut | Waited::Exited(_) => None,
+    }
 }

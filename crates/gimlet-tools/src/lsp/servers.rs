@@ -208,9 +208,7 @@ pub(crate) fn for_path<'a>(
     path: &Path,
 ) -> Option<&'a Arc<ServerSpec>> {
     let ext = extension_of(path)?;
-    specs
-        .iter()
-        .find(|s| s.extensions.iter().any(|e| *e == ext))
+    specs.iter().find(|s| s.extensions.contains(&ext))
 }
 
 /// The first of a spec's commands that can run here: a path that exists, or a name found on
