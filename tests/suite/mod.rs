@@ -5,6 +5,7 @@ mod extending;
 mod file_tools;
 mod http;
 mod initialize;
+mod lsp;
 mod more_tools;
 pub(crate) mod permissions;
 mod protocol;

@@ -532,42 +532,57 @@ async fn check_file(
         meta["outcome"] = json!("skipped");
         return (None, meta);
     };
-    let start_deadline = tokio::time::Instant::now() + lsp.wait();
-    let (client, note) = match lsp
-        .client_for(&file.path, ctx.roots(), start_deadline)
-        .await
-    {
-        Ok(found) => found,
-        Err(unavailable) => {
-            meta["outcome"] = json!(match &unavailable {
-                Unavailable::NoServer => "no_server",
-                Unavailable::Missing { .. } => "not_installed",
-                Unavailable::Starting(_) => "starting",
-                Unavailable::Failed(_) => "failed",
-            });
-            let said_before = match &unavailable {
-                Unavailable::NoServer => true,
-                Unavailable::Missing { language, .. } => {
-                    !Notices::first(ctx, format!("missing:{language}"))
-                }
-                Unavailable::Failed(message) => !Notices::first(ctx, format!("failed:{message}")),
-                Unavailable::Starting(_) => false,
-            };
-            let block = (!said_before).then(|| format!("{display}: {}.", unavailable.message()));
-            return (block, meta);
-        }
-    };
-    meta["server"] = json!(client.name);
-    meta["sandboxed"] = json!(client.sandboxed);
     let filter = lsp.filter();
     let cancel = ctx.cancellation();
-    let before = before_change(&client, file, &text, start_deadline, cancel).await;
-    let synced = client.sync(&file.path, text.clone()).await;
-    let changed_at = Instant::now();
-    let deadline = tokio::time::Instant::now() + lsp.wait();
-    let waited = client.wait_for(&file.path, &synced, deadline, cancel).await;
-    meta["report_ms"] = json!(u64::try_from(changed_at.elapsed().as_millis()).unwrap_or(u64::MAX));
-    let mut lines: Vec<String> = note.into_iter().map(|n| format!("note: {n}.")).collect();
+    let mut notes: Vec<String> = Vec::new();
+    let mut first_try = true;
+    let (client, before, waited) = loop {
+        let start_deadline = tokio::time::Instant::now() + lsp.wait();
+        let (client, note) = match lsp
+            .client_for(&file.path, ctx.roots(), start_deadline)
+            .await
+        {
+            Ok(found) => found,
+            Err(unavailable) => {
+                meta["outcome"] = json!(match &unavailable {
+                    Unavailable::NoServer => "no_server",
+                    Unavailable::Missing { .. } => "not_installed",
+                    Unavailable::Starting(_) => "starting",
+                    Unavailable::Failed(_) => "failed",
+                });
+                let said_before = match &unavailable {
+                    Unavailable::NoServer => true,
+                    Unavailable::Missing { language, .. } => {
+                        !Notices::first(ctx, format!("missing:{language}"))
+                    }
+                    Unavailable::Failed(message) => {
+                        !Notices::first(ctx, format!("failed:{message}"))
+                    }
+                    Unavailable::Starting(_) => false,
+                };
+                if !said_before {
+                    notes.push(format!("{display}: {}.", unavailable.message()));
+                }
+                return ((!notes.is_empty()).then(|| notes.join("\n")), meta);
+            }
+        };
+        notes.extend(note.map(|n| format!("note: {n}.")));
+        meta["server"] = json!(client.name);
+        meta["sandboxed"] = json!(client.sandboxed);
+        let before = before_change(&client, file, &text, start_deadline, cancel).await;
+        let synced = client.sync(&file.path, text.clone()).await;
+        let changed_at = Instant::now();
+        let deadline = tokio::time::Instant::now() + lsp.wait();
+        let waited = client.wait_for(&file.path, &synced, deadline, cancel).await;
+        meta["report_ms"] =
+            json!(u64::try_from(changed_at.elapsed().as_millis()).unwrap_or(u64::MAX));
+        if matches!(waited, Waited::Exited(_)) && std::mem::take(&mut first_try) {
+            // It had crashed before the change reached it: the restarted server gets it.
+            continue;
+        }
+        break (client, before, waited);
+    };
+    let mut lines = notes;
     match waited {
         Waited::Reported(published) => {
             let old = before
