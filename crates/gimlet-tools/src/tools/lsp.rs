@@ -26,21 +26,19 @@ const DEFAULT_LIMIT: usize = 100;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LspOperation {
-    /// Where the symbol at the position is defined.
+    /// Where the symbol at the position is defined
     Definition,
-    /// Every use of the symbol at the position (its definition included).
+    /// Every use of the symbol at the position, its definition included
     References,
-    /// The type and documentation of the symbol at the position.
+    /// The type and documentation of the symbol at the position
     Hover,
-    /// The outline of the file: classes, functions, methods, with their places.
+    /// The file's outline: classes, functions, methods, with their places
     DocumentSymbols,
-    /// Symbols across the project whose name matches `query`.
+    /// Symbols across the project whose name matches `query`
     WorkspaceSymbols,
-    /// The file's errors and warnings now; without `path`, those of every file the servers
-    /// have open.
+    /// The file's errors and warnings now (without `path`: every file the servers have open)
     Diagnostics,
-    /// The edits renaming the symbol at the position to `new_name` would make (nothing is
-    /// changed: apply them with the file tools).
+    /// The edits renaming the symbol at the position to `new_name` would make (none is applied)
     RenamePreview,
 }
 
