@@ -336,7 +336,20 @@ async fn python_rename_preview_and_diagnostics_on_request() {
         missing.contains("no symbol `nowhere` in `app.py`"),
         "{missing}"
     );
+
+    // When gimlet goes, its servers go too.
+    let hover = lsp(json!({"operation": "hover", "path": "app.py", "line": 3})).await;
+    let helper = metadata(&hover)["server_pid"].as_u64().unwrap();
+    let mut pids = children(helper);
+    pids.push(i32::try_from(helper).unwrap());
     gimlet.stop().await;
+    assert!(
+        eventually(Duration::from_secs(20), || pids
+            .iter()
+            .all(|p| !Path::new(&format!("/proc/{p}")).exists()))
+        .await,
+        "the server and its helper exit with gimlet"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -504,4 +517,76 @@ async fn clangd_errors_and_definitions() {
         "main.c:3:12: static int square(int x) { return x * x; }"
     );
     gimlet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_time_out_and_are_cancelled_and_a_flood_stops_the_server() {
+    let Some(python) = which("python3") else {
+        skip("no python3 for the scripted server");
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/gimlet-tools/fixtures/lsp/fake_server.py");
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    // The log goes in the root (the server's working directory), where it may write.
+    let config = format!(
+        "[lsp]\nwait_ms = 2000\nrequest_timeout_ms = 1500\n\
+         [lsp.servers.fake]\ncommand = [{python:?}, {script:?}, \"fake.log\"]\n\
+         extensions = [\"fake\"]\nsettings = {{ \"fake.answer\" = 42 }}\n",
+        python = python.display().to_string(),
+        script = script.display().to_string(),
+    );
+    let (gimlet, _config) = start(&path, "", &config).await;
+    gimlet.write("a.fake", "something\n");
+    let hover = json!({"operation": "hover", "path": "a.fake", "line": 1});
+    let timed_out = err_text(&gimlet.call("lsp", hover).await);
+    assert!(
+        timed_out.contains("did not answer `textDocument/hover` within 1.5 s"),
+        "{timed_out}"
+    );
+    let log = gimlet.root().join("fake.log");
+    let logged = || std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        eventually(Duration::from_secs(10), || logged()
+            .contains("$/cancelRequest"))
+        .await,
+        "the timed-out request is cancelled at the server: {}",
+        logged()
+    );
+    let text = logged();
+    let response = |id: &str| {
+        text.lines()
+            .find(|l| l.starts_with("response ") && l.contains(&format!("\"id\": \"{id}\"")))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        response("cfg").contains("\"result\": [42]"),
+        "configuration answered from the settings: {text}"
+    );
+    assert!(
+        response("unknown").contains("\"error\": {\"code\": -32601"),
+        "unknown requests get an error: {text}"
+    );
+
+    gimlet.write("flood.fake", "something\n");
+    let flood = json!({"operation": "hover", "path": "flood.fake", "line": 1});
+    let stopped = err_text(&gimlet.call("lsp", flood).await);
+    assert!(
+        stopped.contains("200000000 bytes, over the 33554432-byte limit"),
+        "{stopped}"
+    );
+    assert!(
+        crate::common::rss_kib(gimlet.pid) < 150_000,
+        "gimlet did not read the flood into memory"
+    );
+    gimlet.stop().await;
+}
+
+/// A program on `PATH`.
+fn which(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
 }
