@@ -590,3 +590,42 @@ fn which(program: &str) -> Option<PathBuf> {
         .map(|d| d.join(program))
         .find(|p| p.is_file())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn places_in_files_the_policy_denies_are_shown_without_their_lines() {
+    let Some(path) = path_with("basedpyright-langserver") else {
+        return;
+    };
+    let config = format!(
+        "{CONFIG}[[permissions.rules]]\naction = \"deny\"\ntool = \"*\"\npattern = \"shapes.py\"\n"
+    );
+    let (gimlet, _config) = start(&path, "python", &config).await;
+    let references = ok_text(
+        &gimlet
+            .call(
+                "lsp",
+                json!({"operation": "references", "path": "app.py", "line": 3, "symbol": "Circle"}),
+            )
+            .await,
+    );
+    assert!(
+        references.contains("app.py:3:9: small = Circle(1.0)\n"),
+        "{references}"
+    );
+    let denied =
+        line_starting(&references, "shapes.py:4:7").unwrap_or_else(|| panic!("{references}"));
+    assert_eq!(
+        denied, "shapes.py:4:7",
+        "the place, not the line: {references}"
+    );
+    let asked = err_text(
+        &gimlet
+            .call(
+                "lsp",
+                json!({"operation": "document_symbols", "path": "shapes.py"}),
+            )
+            .await,
+    );
+    assert!(asked.contains("shapes.py"), "{asked}");
+    gimlet.stop().await;
+}

@@ -4,12 +4,16 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use lsp_types::{Position, Range};
 use serde_json::Value;
 
 use super::position::{human, line_at, path_of};
+use crate::context::{AccessKind, ToolContext};
 use crate::fs::RootSet;
+use crate::permission::Permission;
+use crate::tool::ToolFlags;
 
 /// A place a server pointed at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,18 +28,36 @@ pub(crate) struct Place {
     pub(crate) depth: usize,
 }
 
-/// Source texts of files inside the roots, read once each. Files outside the roots are never
+/// Source texts of files inside the roots, read once each, where the policy lets the call
+/// read them without asking. Other files (outside the roots, denied, protected) are never
 /// opened: their places are shown without a source line.
-pub(crate) struct Sources<'a> {
-    roots: &'a RootSet,
+pub(crate) struct Sources {
+    roots: RootSet,
+    /// A context of the call's session to judge reads with: the call's own context keeps the
+    /// decision that let it run (for the audit log), so it is not asked again.
+    judge: Option<ToolContext>,
     texts: HashMap<PathBuf, Option<String>>,
 }
 
-impl<'a> Sources<'a> {
-    /// Texts for files beneath `roots`. Blocking (it reads files).
-    pub(crate) fn new(roots: &'a RootSet) -> Self {
+impl Sources {
+    /// Texts for the files a call may read. Blocking (it reads files).
+    pub(crate) fn new(ctx: &ToolContext) -> Self {
+        let judge = ToolContext::builder(Arc::clone(ctx.env()))
+            .session(Arc::clone(ctx.session()))
+            .build();
+        Self {
+            roots: ctx.roots().clone(),
+            judge: Some(judge),
+            texts: HashMap::new(),
+        }
+    }
+
+    /// Texts for any file beneath `roots`, without a policy (tests).
+    #[cfg(test)]
+    fn unjudged(roots: RootSet) -> Self {
         Self {
             roots,
+            judge: None,
             texts: HashMap::new(),
         }
     }
@@ -45,16 +67,29 @@ impl<'a> Sources<'a> {
         self.texts.insert(path.to_owned(), Some(text));
     }
 
-    /// The text of `path`, if it lies beneath a root and reads as text.
+    /// The text of `path`, if it lies beneath a root, the policy allows reading it, and it
+    /// reads as text.
     pub(crate) fn text(&mut self, path: &Path) -> Option<&str> {
-        let roots = self.roots;
+        let roots = &self.roots;
+        let judge = self.judge.as_ref();
         self.texts
             .entry(path.to_owned())
             .or_insert_with(|| {
-                let inside = roots
-                    .resolve(&path.display().to_string())
-                    .is_ok_and(|r| r.is_inside() && r.path == path);
-                inside.then(|| super::read_text(path)).flatten()
+                let resolved = roots.resolve(&path.display().to_string()).ok()?;
+                if !resolved.is_inside() || resolved.path != path {
+                    return None;
+                }
+                if let Some(judge) = judge {
+                    let access = judge.access_of(&resolved, AccessKind::Read);
+                    let verdict =
+                        judge
+                            .policy()
+                            .judge("lsp", ToolFlags::READ_ONLY, &[access], judge);
+                    if !matches!(verdict, Permission::Allow) {
+                        return None;
+                    }
+                }
+                super::read_text(path)
             })
             .as_deref()
     }
@@ -164,7 +199,7 @@ pub(crate) fn flat_symbols(result: &Value) -> Vec<Place> {
 /// there are more.
 pub(crate) fn render_places(
     places: &[Place],
-    sources: &mut Sources<'_>,
+    sources: &mut Sources,
     offset: usize,
     limit: usize,
     noun: (&str, &str),
@@ -234,7 +269,7 @@ pub(crate) fn hover_text(result: &Value) -> Option<String> {
 
 /// The edits of a rename (`WorkspaceEdit`), one changed line per entry: `path:line:col` and
 /// the line after the edit. Returns the text and the number of edits.
-pub(crate) fn rename_edits(result: &Value, sources: &mut Sources<'_>) -> (String, usize) {
+pub(crate) fn rename_edits(result: &Value, sources: &mut Sources) -> (String, usize) {
     let mut by_file: Vec<(PathBuf, Vec<lsp_types::TextEdit>)> = Vec::new();
     let mut add = |uri: &Value, edits: &Value| {
         let (Ok(uri), Ok(edits)) = (
@@ -367,7 +402,7 @@ mod tests {
         let root = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::write(root.join("a.py"), "x = 1\ny = x + 1\n").unwrap();
         let roots = RootSet::open([&root]).unwrap();
-        let mut sources = Sources::new(&roots);
+        let mut sources = Sources::unjudged(roots);
         let places: Vec<Place> = (0..3)
             .map(|i| Place {
                 path: root.join("a.py"),
@@ -421,7 +456,7 @@ mod tests {
         let root = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::write(root.join("m.py"), "def old(): pass\nold()\n").unwrap();
         let roots = RootSet::open([&root]).unwrap();
-        let mut sources = Sources::new(&roots);
+        let mut sources = Sources::unjudged(roots);
         let uri = super::super::position::uri_of(&root.join("m.py"));
         let edit = |line: u32| json!({"range": {"start": {"line": line, "character": if line == 0 {4} else {0}}, "end": {"line": line, "character": if line == 0 {7} else {3}}}, "newText": "new"});
         let result = json!({"changes": {uri.as_str(): [edit(1), edit(0)]}});

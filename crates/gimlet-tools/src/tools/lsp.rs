@@ -309,7 +309,7 @@ async fn at_position(
                 .blocking({
                     let file = file.to_owned();
                     move |ctx| {
-                        let mut sources = Sources::new(ctx.roots());
+                        let mut sources = Sources::new(&ctx);
                         sources.seed(&file, text);
                         Ok(render::rename_edits(&result, &mut sources))
                     }
@@ -351,7 +351,7 @@ async fn page(
     let total = places.len();
     let text = ctx
         .blocking(move |ctx| {
-            let mut sources = Sources::new(ctx.roots());
+            let mut sources = Sources::new(&ctx);
             if let Some((path, text)) = seed {
                 sources.seed(&path, text);
             }
@@ -563,7 +563,7 @@ async fn all_diagnostics(ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         .collect();
     let text = ctx
         .blocking(move |ctx| {
-            let mut sources = Sources::new(ctx.roots());
+            let mut sources = Sources::new(&ctx);
             let mut out = String::new();
             for (server, path, published) in &reports {
                 let display = ctx.roots().display(path);
