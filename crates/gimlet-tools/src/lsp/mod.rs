@@ -9,7 +9,7 @@
 //! - `diagnostics.rs`: the block after a change (new before pre-existing, nearest first);
 //! - this file: [`LanguageServers`], one per environment: a server per (language, project
 //!   root), started on first need, restarted once after a crash, reported after a second; and
-//!   [`after_change`], the pipeline's step after a call that changed files.
+//!   `after_change`, the pipeline's step after a call that changed files.
 //!
 //! The wait for diagnostics runs after the call has left its session's lane and dropped its
 //! path locks (see `pipeline/mod.rs`): other calls go on meanwhile.
