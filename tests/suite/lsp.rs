@@ -203,6 +203,27 @@ async fn a_python_type_error_is_appended_then_cleared_and_old_errors_are_marked(
     let back = line_starting(&undone, "app.py:7:").unwrap_or_else(|| panic!("{undone}"));
     assert!(!back.contains("(pre-existing)"), "{back}");
 
+    // `apply_patch` and `multi_edit` report the same way.
+    let patch = "*** Begin Patch\n*** Update File: app.py\n@@\n-small = Circle(1.0)\n+small = Circle(None)\n*** End Patch\n";
+    let patched = ok_text(&gimlet.call("apply_patch", json!({"patch": patch})).await);
+    assert!(
+        line_starting(&patched, "app.py:3:").is_some_and(|l| l.contains("reportArgumentType")),
+        "{patched}"
+    );
+    let multi = ok_text(
+        &gimlet
+            .call(
+                "multi_edit",
+                json!({"path": "app.py", "edits": [{"old_string": "Circle(None)", "new_string": "Circle(1.0)"}]}),
+            )
+            .await,
+    );
+    assert!(line_starting(&multi, "app.py:3:").is_none(), "{multi}");
+    assert!(
+        multi.contains("all there before this change (this change fixed 1):"),
+        "{multi}"
+    );
+
     // A file no server serves gets no diagnostics step at all.
     gimlet.write("notes.md", "hi\n");
     ok_text(&gimlet.call("read", json!({"path": "notes.md"})).await);
@@ -627,5 +648,60 @@ async fn places_in_files_the_policy_denies_are_shown_without_their_lines() {
             .await,
     );
     assert!(asked.contains("shapes.py"), "{asked}");
+    gimlet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_diagnostics_wait_holds_up_no_other_call() {
+    let Some(python) = which("python3") else {
+        skip("no python3 for the scripted server");
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/gimlet-tools/fixtures/lsp/fake_server.py");
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    // The scripted server never reports diagnostics: a change waits the whole `wait_ms`.
+    let config = format!(
+        "[lsp]\nwait_ms = 8000\n[lsp.servers.fake]\ncommand = [{python:?}, {script:?}, \"fake.log\"]\n\
+         extensions = [\"fake\"]\n",
+        python = python.display().to_string(),
+        script = script.display().to_string(),
+    );
+    let (gimlet, _config) = start(&path, "", &config).await;
+    gimlet.write("notes.txt", "one\n");
+    ok_text(&gimlet.call("read", json!({"path": "notes.txt"})).await);
+    let written = {
+        let waiting = gimlet.call(
+            "write",
+            json!({"path": "new.fake", "content": "something\n"}),
+        );
+        tokio::pin!(waiting);
+        let log = gimlet.root().join("fake.log");
+        let opened = async {
+            assert!(
+                eventually(Duration::from_secs(30), || std::fs::read_to_string(&log)
+                    .unwrap_or_default()
+                    .contains("textDocument/didOpen"))
+                .await,
+                "the change reached the server"
+            );
+            // The `write` is now waiting for diagnostics. Another change in the same session
+            // (which needs the session's lane alone) and a read of the same file go through.
+            let edited = edit(&gimlet, "notes.txt", "one", "two").await;
+            ok_text(&edited);
+            let read = ok_text(&gimlet.call("read", json!({"path": "new.fake"})).await);
+            assert!(read.contains("something"), "{read}");
+        };
+        tokio::select! {
+            biased;
+            result = &mut waiting => panic!("the write finished first: {}", ok_text(&result)),
+            () = opened => {}
+        }
+        ok_text(&waiting.await)
+    };
+    assert!(
+        written.contains("python3: no diagnostics for new.fake within 8.0 s"),
+        "{written}"
+    );
     gimlet.stop().await;
 }

@@ -231,11 +231,20 @@ pub(crate) fn render(
         "{server} reports {} in {display}",
         crate::tools::counted(shown.len(), what.0, what.1)
     );
+    let fixed = if fixed > 0 {
+        format!(" (this change fixed {fixed})")
+    } else {
+        String::new()
+    };
     match (new, shown.len() - new) {
-        (_, 0) => text.push_str(", caused by this change; please fix:"),
-        (0, _) => text.push_str(", all there before this change:"),
+        (_, 0) => {
+            let _ = write!(text, ", caused by this change{fixed}; please fix:");
+        }
+        (0, _) => {
+            let _ = write!(text, ", all there before this change{fixed}:");
+        }
         (new, _) => {
-            let _ = write!(text, ", {new} new with this change; please fix:");
+            let _ = write!(text, ", {new} new with this change{fixed}; please fix:");
         }
     }
     for one in shown.iter().take(filter.max) {
@@ -353,6 +362,23 @@ mod tests {
             "{text}"
         );
         assert!(text.starts_with("srv reports 30 errors in m.py, caused by this change"));
+    }
+
+    #[test]
+    fn what_a_change_fixed_is_counted_when_errors_remain() {
+        let old = Shown {
+            line: 7,
+            col: 1,
+            severity: "error",
+            code: None,
+            message: String::from("old"),
+            pre_existing: true,
+        };
+        assert_eq!(
+            render("srv", "a.py", &[old], 1, FILTER),
+            "srv reports 1 error in a.py, all there before this change (this change fixed 1):\n\
+             a.py:7:1 error old (pre-existing)"
+        );
     }
 
     #[test]
