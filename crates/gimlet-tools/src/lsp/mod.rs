@@ -60,6 +60,8 @@ pub struct Changed {
 pub(crate) enum Unavailable {
     /// No server for this file type (or language servers are off).
     NoServer,
+    /// The file lies outside the root folders, where no server is started.
+    OutsideRoots,
     /// The language has a server, but it is not installed.
     Missing {
         /// The language.
@@ -80,6 +82,10 @@ impl Unavailable {
     pub(crate) fn message(&self) -> String {
         match self {
             Self::NoServer => String::from("no language server serves this file type"),
+            Self::OutsideRoots => String::from(
+                "language servers serve files inside the root folders only (they may write \
+                 there and nowhere else)",
+            ),
             Self::Missing {
                 language,
                 commands,
@@ -247,16 +253,15 @@ impl LanguageServers {
         deadline: tokio::time::Instant,
     ) -> Result<(Arc<Client>, Option<String>), Unavailable> {
         let spec = servers::for_path(&self.specs, file).ok_or(Unavailable::NoServer)?;
+        // Servers work for the roots only: they may write there, nowhere else.
         let root = roots
             .roots()
             .iter()
             .map(|r| r.path())
             .filter(|r| file.starts_with(r))
             .max_by_key(|r| r.as_os_str().len())
-            .map_or_else(
-                || file.parent().unwrap_or(Path::new("/")).to_owned(),
-                Path::to_owned,
-            );
+            .ok_or(Unavailable::OutsideRoots)?
+            .to_owned();
         let project = servers::project_root(spec, file, &root);
         let slot = {
             let mut slots = lock(&self.slots);
@@ -546,12 +551,13 @@ async fn check_file(
             Err(unavailable) => {
                 meta["outcome"] = json!(match &unavailable {
                     Unavailable::NoServer => "no_server",
+                    Unavailable::OutsideRoots => "outside_roots",
                     Unavailable::Missing { .. } => "not_installed",
                     Unavailable::Starting(_) => "starting",
                     Unavailable::Failed(_) => "failed",
                 });
                 let said_before = match &unavailable {
-                    Unavailable::NoServer => true,
+                    Unavailable::NoServer | Unavailable::OutsideRoots => true,
                     Unavailable::Missing { language, .. } => {
                         !Notices::first(ctx, format!("missing:{language}"))
                     }
@@ -651,5 +657,57 @@ async fn before_change(
     match client.wait_for(&file.path, &synced, deadline, cancel).await {
         Waited::Reported(published) => Some((old, published.items)),
         Waited::TimedOut | Waited::Exited(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::RootSet;
+    use crate::sandbox::SandboxSetting;
+
+    fn servers(root: &Path, search: &Path) -> LanguageServers {
+        let mut lsp = LanguageServers::new(
+            &LspConfig::default(),
+            Arc::new(Exec::new(None, SandboxSetting::Off)),
+            BashSettings::default(),
+            vec![root.to_owned()],
+        );
+        lsp.search_path = Some(search.as_os_str().to_owned());
+        lsp
+    }
+
+    #[tokio::test]
+    async fn no_server_is_started_outside_the_roots_or_for_unknown_types() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        let roots = RootSet::open([&root]).unwrap();
+        let lsp = servers(&root, dir.path());
+        let soon = tokio::time::Instant::now() + Duration::from_secs(5);
+        let outside = lsp.client_for(&dir.path().join("x.py"), &roots, soon).await;
+        assert_eq!(outside.unwrap_err(), Unavailable::OutsideRoots);
+        let notes = lsp.client_for(&root.join("notes.md"), &roots, soon).await;
+        assert_eq!(notes.unwrap_err(), Unavailable::NoServer);
+        assert!(lsp.covers(&root.join("a.py")) && !lsp.covers(&root.join("notes.md")));
+        assert!(!LanguageServers::disabled().covers(&root.join("a.py")));
+    }
+
+    #[tokio::test]
+    async fn a_missing_server_is_remembered_with_its_hint() {
+        let dir = tempfile::tempdir().unwrap();
+        let roots = RootSet::open([dir.path()]).unwrap();
+        let empty = tempfile::tempdir().unwrap();
+        let lsp = servers(dir.path(), empty.path());
+        let soon = tokio::time::Instant::now() + Duration::from_secs(30);
+        for _ in 0..2 {
+            let missing = lsp.client_for(&dir.path().join("a.py"), &roots, soon).await;
+            let Err(Unavailable::Missing { language, hint, .. }) = missing else {
+                panic!("{missing:?}");
+            };
+            assert_eq!(language, "python");
+            assert!(hint.contains("pip install basedpyright"), "{hint}");
+        }
+        assert!(lsp.running().is_empty());
     }
 }
