@@ -204,8 +204,8 @@ async fn a_python_type_error_is_appended_then_cleared_and_old_errors_are_marked(
     assert!(!back.contains("(pre-existing)"), "{back}");
 
     // `apply_patch` and `multi_edit` report the same way.
-    let patch = "*** Begin Patch\n*** Update File: app.py\n@@\n-small = Circle(1.0)\n+small = Circle(None)\n*** End Patch\n";
-    let patched = ok_text(&gimlet.call("apply_patch", json!({"patch": patch})).await);
+    let hunk = "*** Begin Patch\n*** Update File: app.py\n@@\n-small = Circle(1.0)\n+small = Circle(None)\n*** End Patch\n";
+    let patched = ok_text(&gimlet.call("apply_patch", json!({"patch": hunk})).await);
     assert!(
         line_starting(&patched, "app.py:3:").is_some_and(|l| l.contains("reportArgumentType")),
         "{patched}"
