@@ -589,6 +589,10 @@ async fn requests_time_out_and_are_cancelled_and_a_flood_stops_the_server() {
         response("unknown").contains("\"error\": {\"code\": -32601"),
         "unknown requests get an error: {text}"
     );
+    assert!(
+        response("progress").contains("\"result\": null"),
+        "progress tokens are accepted: {text}"
+    );
 
     gimlet.write("flood.fake", "something\n");
     let flood = json!({"operation": "hover", "path": "flood.fake", "line": 1});
@@ -700,7 +704,8 @@ async fn the_diagnostics_wait_holds_up_no_other_call() {
         ok_text(&waiting.await)
     };
     assert!(
-        written.contains("python3: no diagnostics for new.fake within 8.0 s"),
+        written
+            .contains("python3: no diagnostics for new.fake within 8.0 s (it is busy: Indexing)"),
         "{written}"
     );
     gimlet.stop().await;

@@ -174,6 +174,15 @@ impl Tool for LspTool {
             .await
             .map_err(|unavailable| ToolError::failed(unavailable.message()))?;
         let synced = client.sync(&file, text.clone()).await;
+        if args.operation != LspOperation::Diagnostics && client.published(&file).is_none() {
+            // A server that has not reported on the file yet may still be loading the
+            // project (pyright finds the workspace's files after its configuration): answers
+            // across files wait for its first report on this one, at most `wait_ms`.
+            let until = tokio::time::Instant::now() + lsp.wait();
+            let _ = client
+                .wait_for(&file, &synced, until, ctx.cancellation())
+                .await;
+        }
         let mut output = match args.operation {
             LspOperation::WorkspaceSymbols => {
                 return workspace_symbols(&args, ctx, Some(client)).await;
@@ -224,6 +233,14 @@ impl Tool for LspTool {
             output
                 .content
                 .push(crate::tool::Content::Text(format!("note: {note}.")));
+        }
+        let busy = client.busy();
+        if !busy.is_empty() {
+            output.content.push(crate::tool::Content::Text(format!(
+                "note: {} is still busy ({}): the answer may be incomplete; ask again shortly.",
+                client.name,
+                busy.join(", ")
+            )));
         }
         Ok(output
             .with_metadata("server", json!(client.name))
