@@ -350,6 +350,20 @@ async fn python_rename_preview_and_diagnostics_on_request() {
     );
     let everywhere = ok_text(&lsp(json!({"operation": "diagnostics"})).await);
     assert!(everywhere.contains("app.py:7:15 error"), "{everywhere}");
+    // A file that is gone is forgotten.
+    let bad = ok_text(
+        &gimlet
+            .call(
+                "write",
+                json!({"path": "bad.py", "content": "x: int = \"no\"\n"}),
+            )
+            .await,
+    );
+    assert!(bad.contains("bad.py:1:10 error"), "{bad}");
+    let deleted = "*** Begin Patch\n*** Delete File: bad.py\n*** End Patch\n";
+    ok_text(&gimlet.call("apply_patch", json!({"patch": deleted})).await);
+    let everywhere = ok_text(&lsp(json!({"operation": "diagnostics"})).await);
+    assert!(!everywhere.contains("bad.py"), "{everywhere}");
 
     let missing =
         err_text(&lsp(json!({"operation": "hover", "path": "app.py", "symbol": "nowhere"})).await);

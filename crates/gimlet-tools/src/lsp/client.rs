@@ -374,6 +374,17 @@ impl Client {
         }
     }
 
+    /// Forgets a file that is gone: `didClose` if it was open, and its diagnostics.
+    pub(crate) async fn close(&self, path: &Path) {
+        if self.documents.lock().await.remove(path).is_some() {
+            self.notify(
+                "textDocument/didClose",
+                json!({"textDocument": {"uri": uri_of(path)}}),
+            );
+        }
+        lock(&self.state).diagnostics.remove(path);
+    }
+
     fn wants_save(&self) -> bool {
         let caps = lock(&self.capabilities);
         match caps.get("textDocumentSync") {

@@ -78,6 +78,17 @@ pub(crate) enum Unavailable {
 }
 
 impl Unavailable {
+    /// Its name in a result's metadata.
+    fn outcome(&self) -> &'static str {
+        match self {
+            Self::NoServer => "no_server",
+            Self::OutsideRoots => "outside_roots",
+            Self::Missing { .. } => "not_installed",
+            Self::Starting(_) => "starting",
+            Self::Failed(_) => "failed",
+        }
+    }
+
     /// The sentence for the model.
     pub(crate) fn message(&self) -> String {
         match self {
@@ -533,7 +544,10 @@ async fn check_file(
     let mut meta = json!({"path": display});
     let path = file.path.clone();
     let Ok(Some(text)) = ctx.blocking(move |_| Ok(read_text(&path))).await else {
-        // Removed (or not text): nothing to check.
+        // Removed (or not text): nothing to check, and nothing the servers should keep.
+        for client in lsp.running() {
+            client.close(&file.path).await;
+        }
         meta["outcome"] = json!("skipped");
         return (None, meta);
     };
@@ -549,13 +563,7 @@ async fn check_file(
         {
             Ok(found) => found,
             Err(unavailable) => {
-                meta["outcome"] = json!(match &unavailable {
-                    Unavailable::NoServer => "no_server",
-                    Unavailable::OutsideRoots => "outside_roots",
-                    Unavailable::Missing { .. } => "not_installed",
-                    Unavailable::Starting(_) => "starting",
-                    Unavailable::Failed(_) => "failed",
-                });
+                meta["outcome"] = json!(unavailable.outcome());
                 let said_before = match &unavailable {
                     Unavailable::NoServer | Unavailable::OutsideRoots => true,
                     Unavailable::Missing { language, .. } => {
