@@ -207,6 +207,7 @@ fn setup(global: &GlobalArgs) -> anyhow::Result<(ToolEnv, ToolRegistry, Shape)> 
         .policy(config.policy(global.mode.map(Mode::from))?)
         .settings(config.tools.clone())
         .unix_sockets(config.sandbox.unix_sockets.clone())
+        .lsp(config.lsp.clone())
         .budget(config.budget);
     if config.output.max_lines.is_some() || config.output.max_bytes.is_some() {
         // Limits left at their defaults may be lowered for a client that shows its model less.
@@ -265,6 +266,20 @@ fn reload(global: &GlobalArgs) -> Result<gimlet_mcp::Reloaded, String> {
 /// `gimlet serve`: MCP over stdio, or streamable HTTP.
 pub(crate) async fn serve(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let (env, registry, shape) = setup(global)?;
+    // Language servers outlive the sessions; they are shut down after the server stops.
+    let lsp = Arc::clone(env.lsp());
+    let served = serve_with(global, args, env, registry, shape).await;
+    lsp.shutdown().await;
+    served
+}
+
+async fn serve_with(
+    global: &GlobalArgs,
+    args: &ServeArgs,
+    env: ToolEnv,
+    registry: ToolRegistry,
+    shape: Shape,
+) -> anyhow::Result<ExitCode> {
     let again = global.clone();
     let config = gimlet_mcp::ServerConfig::new(env, registry)
         .shape(shape)
@@ -338,7 +353,9 @@ pub(crate) async fn call(
         })
     };
     let ctx = ToolContext::builder(Arc::clone(&env)).asker(asker).build();
-    let report = match pipeline::run(&registry, tool, input, &ctx).await {
+    let report = pipeline::run(&registry, tool, input, &ctx).await;
+    env.lsp().shutdown().await;
+    let report = match report {
         Ok(report) => report,
         Err(err @ CallError::UnknownTool { .. }) => anyhow::bail!(err),
     };

@@ -6,6 +6,7 @@ mod file_tools;
 mod hostile;
 pub(crate) mod http;
 mod initialize;
+mod lsp;
 mod more_tools;
 pub(crate) mod permissions;
 mod protocol;

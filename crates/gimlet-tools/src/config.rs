@@ -1,4 +1,4 @@
-//! The config file (TOML): permissions, tool settings, output limits, budgets.
+//! The config file (TOML): permissions, tool settings, output limits, budgets, language servers.
 //!
 //! The user's file (`--config FILE`, default `$XDG_CONFIG_HOME/gimlet/config.toml`) can set
 //! anything. A project's file (`.gimlet.toml` at a root) can only tighten: its deny and ask
@@ -6,6 +6,7 @@
 //! disable tools and lower budgets and limits. Nothing a tool does can change either file
 //! (`.gimlet.toml` is a protected path, and the user's file lies outside the roots).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -94,6 +95,84 @@ pub struct SandboxConfig {
     /// Unix sockets outside the roots that sandboxed commands may connect to (an SSH agent's,
     /// for example). Every other socket outside the roots is refused.
     pub unix_sockets: Vec<PathBuf>,
+}
+
+/// `[lsp]`: language servers, for the diagnostics after a change and the `lsp` tool.
+///
+/// The built-in servers (rust-analyzer, basedpyright or pyright, typescript-language-server,
+/// gopls, clangd) are used when found on `PATH`; `[lsp.servers.NAME]` changes one of them or
+/// adds another language.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct LspConfig {
+    /// Whether language servers are used at all (default true).
+    pub enabled: bool,
+    /// How long a change waits for the file's diagnostics, in milliseconds (default 3000). The
+    /// wait ends early when the server reports.
+    pub wait_ms: u64,
+    /// Append warnings too, not only errors (default false).
+    pub warnings: bool,
+    /// At most this many diagnostics are appended to a change's result (default 20).
+    pub max_diagnostics: usize,
+    /// How long a request of the `lsp` tool (and a server's start) may take, in milliseconds
+    /// (default 30000).
+    pub request_timeout_ms: u64,
+    /// Servers by language name (`python`, `rust`, `typescript`, `go`, `c`, or a new one).
+    pub servers: BTreeMap<String, LspServerConfig>,
+}
+
+impl Default for LspConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            wait_ms: 3000,
+            warnings: false,
+            max_diagnostics: 20,
+            request_timeout_ms: 30_000,
+            servers: BTreeMap::new(),
+        }
+    }
+}
+
+/// One `[lsp.servers.NAME]` entry: every field is optional for a built-in language.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct LspServerConfig {
+    /// Whether this language's server is used (default true).
+    pub enabled: bool,
+    /// The command and its arguments (e.g. `["pyright-langserver", "--stdio"]`); a bare name is
+    /// looked up on `PATH`.
+    pub command: Option<Vec<String>>,
+    /// File extensions, without the dot (e.g. `["py", "pyi"]`).
+    pub extensions: Option<Vec<String>>,
+    /// Files or directories that mark a project's root (e.g. `["pyproject.toml"]`).
+    pub markers: Option<Vec<String>>,
+    /// The LSP language id sent with each file (default: the language name).
+    pub language_id: Option<String>,
+    /// Answers to the server's `workspace/configuration` requests, by section
+    /// (e.g. `{ "python.analysis" = { typeCheckingMode = "strict" } }`).
+    pub settings: Option<serde_json::Value>,
+    /// The `initializationOptions` of the server's `initialize` request.
+    pub initialization_options: Option<serde_json::Value>,
+    /// What to tell the user when the command is not installed.
+    pub install_hint: Option<String>,
+}
+
+impl Default for LspServerConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            command: None,
+            extensions: None,
+            markers: None,
+            language_id: None,
+            settings: None,
+            initialization_options: None,
+            install_hint: None,
+        }
+    }
 }
 
 /// `[permissions]`.
@@ -234,6 +313,8 @@ pub struct ConfigFile {
     pub plugins: Vec<PluginConfig>,
     /// `[sandbox]`.
     pub sandbox: SandboxConfig,
+    /// `[lsp]`: language servers.
+    pub lsp: LspConfig,
     /// Deny and ask rules from project files (see [`ConfigFile::tighten_with`]).
     #[serde(skip)]
     pub project_rules: Vec<Rule>,
@@ -360,6 +441,7 @@ impl ConfigFile {
         if !project.plugins.is_empty() {
             ignored.push(format!("{} plugin tool(s)", project.plugins.len()));
         }
+        ignored.extend(self.lsp.tighten_with(project.lsp));
         ignored
     }
 
@@ -400,6 +482,31 @@ impl ConfigFile {
                 .unwrap_or(OutputLimits::DEFAULT.max_bytes),
             ..OutputLimits::DEFAULT
         }
+    }
+}
+
+impl LspConfig {
+    /// A project's `[lsp]`: it may turn servers off and shorten the wait, but not name
+    /// commands or settings (a checked-out repository must not choose what runs). Returns
+    /// what was ignored.
+    fn tighten_with(&mut self, project: LspConfig) -> Vec<String> {
+        let mut ignored = Vec::new();
+        self.enabled &= project.enabled;
+        self.wait_ms = self.wait_ms.min(project.wait_ms);
+        for (name, server) in project.servers {
+            if !server.enabled {
+                self.servers.entry(name.clone()).or_default().enabled = false;
+            }
+            if server.command.is_some()
+                || server.settings.is_some()
+                || server.initialization_options.is_some()
+                || server.extensions.is_some()
+                || server.markers.is_some()
+            {
+                ignored.push(format!("[lsp.servers.{name}] settings"));
+            }
+        }
+        ignored
     }
 }
 
@@ -567,5 +674,67 @@ mod tests {
         for path in ["Makefile.local", "deploy/run.sh", ".mcp.json"] {
             assert!(policy.is_protected(Path::new(path)), "{path}");
         }
+    }
+
+    #[test]
+    fn lsp_section_parses_with_defaults() {
+        let config = ConfigFile::parse(
+            r#"
+            [lsp]
+            wait_ms = 500
+            [lsp.servers.python]
+            command = ["pyright-langserver", "--stdio"]
+            settings = { "python.analysis" = { typeCheckingMode = "strict" } }
+            [lsp.servers.go]
+            enabled = false
+            "#,
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        assert!(config.lsp.enabled);
+        assert_eq!(config.lsp.wait_ms, 500);
+        assert_eq!(config.lsp.max_diagnostics, 20);
+        let python = &config.lsp.servers["python"];
+        assert_eq!(
+            python.command.as_deref(),
+            Some(&[String::from("pyright-langserver"), String::from("--stdio")][..])
+        );
+        assert_eq!(
+            python.settings.as_ref().unwrap()["python.analysis"]["typeCheckingMode"],
+            "strict"
+        );
+        assert!(!config.lsp.servers["go"].enabled);
+        assert_eq!(ConfigFile::default().lsp.wait_ms, 3000);
+    }
+
+    #[test]
+    fn a_project_cannot_choose_language_server_commands() {
+        let mut config = ConfigFile::default();
+        let project = ConfigFile::parse(
+            r#"
+            [lsp]
+            wait_ms = 10000
+            [lsp.servers.python]
+            command = ["./evil.sh"]
+            [lsp.servers.rust]
+            enabled = false
+            "#,
+            Path::new(".gimlet.toml"),
+        )
+        .unwrap();
+        let ignored = config.tighten_with(project);
+        assert_eq!(ignored, vec!["[lsp.servers.python] settings"]);
+        assert_eq!(
+            config.lsp.wait_ms, 3000,
+            "a project cannot lengthen the wait"
+        );
+        assert!(
+            config
+                .lsp
+                .servers
+                .get("python")
+                .is_none_or(|s| s.command.is_none())
+        );
+        assert!(!config.lsp.servers["rust"].enabled);
     }
 }

@@ -11,11 +11,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ask::{Asker, DenyAsker};
 use crate::audit::{AuditLog, Decision};
-use crate::config::{Budget, Settings};
+use crate::config::{Budget, LspConfig, Settings};
 use crate::error::ToolError;
 use crate::fs::{
     ContentHash, FileStates, PathError, PathLocks, ResolvedPath, Root, RootSet, implicit_root_here,
 };
+use crate::lsp::{Changed, LanguageServers};
 use crate::permission::{Access, Grants, PathAccess, Policy};
 use crate::pipeline::Hook;
 use crate::sandbox::{Exec, SandboxSetting};
@@ -72,6 +73,7 @@ pub struct ToolEnv {
     budget: Budget,
     audit: Option<Arc<AuditLog>>,
     workers: Arc<tokio::sync::Semaphore>,
+    lsp: Arc<LanguageServers>,
 }
 
 /// Calls that may run at once across all sessions, by default.
@@ -180,6 +182,11 @@ impl ToolEnv {
         &self.locks
     }
 
+    /// The language servers (none unless [`ToolEnvBuilder::lsp`] was given a config).
+    pub fn lsp(&self) -> &Arc<LanguageServers> {
+        &self.lsp
+    }
+
     /// A copy for one client: same roots and config, that client's name.
     #[must_use]
     pub fn for_client(&self, client_name: Option<String>) -> Self {
@@ -198,6 +205,7 @@ impl ToolEnv {
             budget: self.budget,
             audit: self.audit.clone(),
             workers: Arc::clone(&self.workers),
+            lsp: Arc::clone(&self.lsp),
         }
     }
 }
@@ -218,6 +226,7 @@ pub struct ToolEnvBuilder {
     budget: Budget,
     audit: Option<Arc<AuditLog>>,
     max_parallel: Option<usize>,
+    lsp: Option<LspConfig>,
 }
 
 /// Why a [`ToolEnv`] could not be built.
@@ -336,6 +345,14 @@ impl ToolEnvBuilder {
         self
     }
 
+    /// Uses language servers as `config` says (the `[lsp]` section): diagnostics after
+    /// changes and the `lsp` tool. Without this, none are started.
+    #[must_use]
+    pub fn lsp(mut self, config: LspConfig) -> Self {
+        self.lsp = Some(config);
+        self
+    }
+
     /// Writes one line per call to this audit log.
     #[must_use]
     pub fn audit(mut self, log: AuditLog) -> Self {
@@ -372,6 +389,28 @@ impl ToolEnvBuilder {
         })?;
         // Multi-file changes a crash interrupted are rolled back before anything else runs.
         crate::fs::recover_pending(&spill.dir().join(".pending"));
+        let exec = Arc::new(
+            Exec::with_cache(
+                self.exec_helper,
+                self.sandbox,
+                Some(spill_dir.join(".sandbox-probe.json")),
+            )
+            .with_unix_sockets(self.unix_sockets),
+        );
+        let settings = self.settings.unwrap_or_default();
+        let lsp = match &self.lsp {
+            Some(config) => LanguageServers::new(
+                config,
+                Arc::clone(&exec),
+                settings.bash.clone(),
+                roots.roots().iter().map(|r| r.path().to_owned()).collect(),
+                self.policy
+                    .as_ref()
+                    .map(|p| p.protected().clone())
+                    .unwrap_or_default(),
+            ),
+            None => LanguageServers::disabled(),
+        };
         Ok(ToolEnv {
             roots,
             limits_configured: self.limits.is_some(),
@@ -379,16 +418,9 @@ impl ToolEnvBuilder {
             policy: RwLock::new(Arc::new(self.policy.unwrap_or_default())),
             limits: self.limits.unwrap_or_default(),
             spill,
-            exec: Arc::new(
-                Exec::with_cache(
-                    self.exec_helper,
-                    self.sandbox,
-                    Some(spill_dir.join(".sandbox-probe.json")),
-                )
-                .with_unix_sockets(self.unix_sockets),
-            ),
+            exec,
             client_name: self.client_name,
-            settings: Arc::new(self.settings.unwrap_or_default()),
+            settings: Arc::new(settings),
             hooks: self.hooks,
             locks: Arc::new(PathLocks::default()),
             budget: self.budget,
@@ -396,6 +428,7 @@ impl ToolEnvBuilder {
             workers: Arc::new(tokio::sync::Semaphore::new(
                 self.max_parallel.unwrap_or(DEFAULT_MAX_PARALLEL_CALLS),
             )),
+            lsp: Arc::new(lsp),
         })
     }
 }
@@ -571,6 +604,7 @@ struct ContextInner {
     resolved: Mutex<Vec<(String, ResolvedPath)>>,
     previews: Mutex<Vec<(PathBuf, Option<ContentHash>)>>,
     decision: Mutex<Option<Decision>>,
+    changed: Mutex<Vec<Changed>>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -755,6 +789,34 @@ impl ToolContext {
             .clone()
     }
 
+    /// Records that this call changed the file at `path` (resolved), which held `before`
+    /// (`None`: nothing). After the call, the pipeline sends the change to the file's language
+    /// server and appends its diagnostics. Costs nothing for a file no server serves.
+    pub fn record_change(&self, path: &Path, before: Option<&[u8]>) {
+        if !self.inner.env.lsp.covers(path) {
+            return;
+        }
+        self.inner
+            .changed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Changed {
+                path: path.to_owned(),
+                before: before.map(<[u8]>::to_vec),
+            });
+    }
+
+    /// The changes recorded so far, taken.
+    pub(crate) fn take_changes(&self) -> Vec<Changed> {
+        std::mem::take(
+            &mut *self
+                .inner
+                .changed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
     fn is_approved(&self, path: &Path) -> bool {
         let approved = self
             .inner
@@ -913,6 +975,7 @@ impl ToolContextBuilder {
                 resolved: Mutex::new(Vec::new()),
                 previews: Mutex::new(Vec::new()),
                 decision: Mutex::new(None),
+                changed: Mutex::new(Vec::new()),
             }),
         }
     }

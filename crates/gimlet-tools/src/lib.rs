@@ -27,6 +27,7 @@
 //! - [`pipeline`]: [`pipeline::run`] and its stages;
 //! - [`permission`]: accesses, the policy, asks; [`ask`]: the [`Asker`] trait;
 //! - [`fs`]: roots, path confinement, file state; [`spill`]: saved full outputs;
+//! - [`lsp`]: language servers: diagnostics after changes, the `lsp` tool's queries;
 //! - [`tools`]: the built-in tools.
 
 pub mod ask;
@@ -38,6 +39,7 @@ mod error;
 mod external;
 pub mod fs;
 mod jobs;
+pub mod lsp;
 pub mod notebook;
 pub mod output;
 pub mod patch;

@@ -202,6 +202,7 @@ pub fn commit(
     new: Option<&[u8]>,
 ) -> Result<Option<ContentHash>, ToolError> {
     let path = &loaded.resolved.path;
+    ctx.record_change(path, loaded.bytes.as_deref());
     let after = match new {
         Some(bytes) => {
             let meta = write_checked(
@@ -283,6 +284,7 @@ pub fn commit_files(
     let mut hashes = Vec::with_capacity(files.len());
     for ((loaded, new, _), meta) in files.iter().zip(metas) {
         let path = &loaded.resolved.path;
+        ctx.record_change(path, loaded.bytes.as_deref());
         match new {
             Some(bytes) => {
                 let hash = ContentHash::of(bytes);

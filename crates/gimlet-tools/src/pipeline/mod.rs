@@ -16,7 +16,12 @@
 //!    "outside the sandbox" grant; never in the trusted mode.
 //! 6. **truncate** (`truncate.rs`): text over the tool's limits is cut (head, tail or
 //!    head+tail), the full text saved to a spill file, and a notice says what to do next.
-//! 7. **after hooks**: may replace the output.
+//! 7. **diagnostics** ([`crate::lsp`]): when the call changed files a language server serves,
+//!    the changes go to the server and its diagnostics are appended (after truncation, so they
+//!    are never cut). This runs after the call left its session's lane and its worker slot, and
+//!    after the tool dropped its path locks: the wait (up to `[lsp] wait_ms`) holds up no other
+//!    call, and a change to the same file meanwhile is simply reported with it.
+//! 8. **after hooks**: may replace the output.
 //!
 //! A panic inside a tool is caught and becomes a [`ToolError`]: a failing tool cannot take
 //! the server down. Tools never truncate, ask or log their results themselves, and never
@@ -207,6 +212,7 @@ async fn run_stages(
         permission::confirm_for_hook(tool.name(), &input, reason, ctx).await?;
     }
     let output = execute(tool, args, ctx).await?;
+    let changes = ctx.take_changes();
     let limits = limits_for(tool, ctx);
     let output = if truncate::saves(&output, limits) {
         // The full text goes to a spill file: file work, off the runtime.
@@ -214,6 +220,11 @@ async fn run_stages(
             .await?
     } else {
         truncate::apply(output, limits, ctx.env().spill())
+    };
+    let output = if changes.is_empty() {
+        output
+    } else {
+        crate::lsp::after_change(ctx, changes, output).await
     };
     let call = HookCall {
         tool: tool.name(),

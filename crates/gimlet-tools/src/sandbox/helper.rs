@@ -159,7 +159,11 @@ fn run_as_subreaper(plan: &HelperPlan) -> i32 {
         .arg("-c")
         .arg(&plan.command)
         .current_dir(&plan.workdir)
-        .stdin(Stdio::null());
+        .stdin(if plan.stdio {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        });
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
     let mut child = match command.spawn() {
         Ok(child) => child,
@@ -173,8 +177,8 @@ fn run_as_subreaper(plan: &HelperPlan) -> i32 {
     };
     let group = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
     // The control pipe: it closes when the call ends early (timeout, cancel, kill) or the
-    // server dies. Then the whole tree goes.
-    if let Some(group) = group {
+    // server dies. Then the whole tree goes. A stdio command reads that pipe itself.
+    if let Some(group) = group.filter(|_| !plan.stdio) {
         std::thread::spawn(move || {
             let stdin = std::io::stdin();
             for line in stdin.lock().lines() {

@@ -154,6 +154,12 @@ pub struct HelperPlan {
     pub workdir: PathBuf,
     /// The sandbox, or `None` to run unsandboxed.
     pub sandbox: Option<SandboxPlan>,
+    /// A long-lived stdio child (a language server): the command gets the helper's stdin
+    /// instead of `/dev/null`, and the helper's stdin is then no control pipe. The command is
+    /// stopped by closing its stdin (it exits on end of input) or by killing it; its leftovers
+    /// go when it exits, as always.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stdio: bool,
 }
 
 /// The sandbox of one command.

@@ -81,6 +81,7 @@ impl Sandbox {
             command: String::new(),
             workdir: std::path::PathBuf::new(),
             sandbox: Some(plan.clone()),
+            stdio: false,
         })
         .map_err(std::io::Error::other)?;
         let mut command = tokio::process::Command::new(helper);

@@ -407,6 +407,7 @@ fn plan(
         command: args.command.clone(),
         workdir,
         sandbox,
+        stdio: false,
     };
     Ok((plan, protected))
 }

@@ -1,0 +1,653 @@
+//! `lsp`: ask the file's language server: definition, references, hover, symbols,
+//! diagnostics, and the edits a rename would make.
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::context::{AccessKind, ToolContext, ToolEnv};
+use crate::error::ToolError;
+use crate::lsp::position::{line_at, uri_of, utf16_of_char};
+use crate::lsp::render::{self, Place, Sources};
+use crate::lsp::{Client, Waited};
+use crate::permission::Access;
+use crate::tool::{InterruptBehavior, Tool, ToolFlags, ToolOutput};
+
+const DESCRIPTION: &str = include_str!("lsp.md");
+
+/// Results per page when no `head_limit` is given.
+const DEFAULT_LIMIT: usize = 100;
+
+/// What to ask the language server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LspOperation {
+    /// Where the symbol at the position is defined
+    Definition,
+    /// Every use of the symbol at the position, its definition included
+    References,
+    /// The type and documentation of the symbol at the position
+    Hover,
+    /// The file's outline: classes, functions, methods, with their places
+    DocumentSymbols,
+    /// Symbols across the project whose name matches `query`
+    WorkspaceSymbols,
+    /// The file's errors and warnings now (without `path`: every file the servers have open)
+    Diagnostics,
+    /// The edits renaming the symbol at the position to `new_name` would make (none is applied)
+    RenamePreview,
+}
+
+/// Arguments of `lsp`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LspArgs {
+    /// What to ask.
+    pub operation: LspOperation,
+    /// The file (needed for every operation but `workspace_symbols` and `diagnostics`).
+    pub path: Option<String>,
+    /// The line (1-based, as `read` numbers lines).
+    pub line: Option<usize>,
+    /// The column (1-based, in characters). Default: where `symbol` starts on the line, else
+    /// the line's first word.
+    pub column: Option<usize>,
+    /// A name in the file: the position is where it is defined (or, with `line`, where it
+    /// occurs on that line). Instead of `line` and `column`.
+    pub symbol: Option<String>,
+    /// `workspace_symbols`: the name, or part of it, to look for.
+    pub query: Option<String>,
+    /// `rename_preview`: the new name.
+    pub new_name: Option<String>,
+    /// Results per page (default 100).
+    pub head_limit: Option<usize>,
+    /// Results to skip, to get the next page.
+    pub offset: Option<usize>,
+}
+
+impl LspArgs {
+    fn needs_position(&self) -> bool {
+        matches!(
+            self.operation,
+            LspOperation::Definition
+                | LspOperation::References
+                | LspOperation::Hover
+                | LspOperation::RenamePreview
+        )
+    }
+}
+
+/// The `lsp` tool.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LspTool;
+
+impl Tool for LspTool {
+    type Args = LspArgs;
+    const NAME: &'static str = "lsp";
+    const TITLE: &'static str = "Ask the language server";
+
+    fn description(&self, _env: &ToolEnv) -> Cow<'static, str> {
+        DESCRIPTION.into()
+    }
+
+    fn enabled(&self, env: &ToolEnv) -> bool {
+        env.lsp().enabled()
+    }
+
+    fn flags(&self, _args: Option<&LspArgs>) -> ToolFlags {
+        ToolFlags {
+            interrupt: InterruptBehavior::Cancel,
+            ..ToolFlags::READ_ONLY
+        }
+    }
+
+    async fn validate(&self, args: LspArgs, _ctx: &ToolContext) -> Result<LspArgs, ToolError> {
+        let op = serde_json::to_value(args.operation).unwrap_or_default();
+        let op = op.as_str().unwrap_or("this operation");
+        let needs_path = !matches!(
+            args.operation,
+            LspOperation::WorkspaceSymbols | LspOperation::Diagnostics
+        );
+        if needs_path && args.path.is_none() {
+            return Err(ToolError::invalid(format!(
+                "`{op}` needs `path`: the file to ask about"
+            )));
+        }
+        if args.needs_position() && args.line.is_none() && args.symbol.is_none() {
+            return Err(ToolError::invalid(format!(
+                "`{op}` needs a position: `line` (and `column`), or `symbol` (a name in the file)"
+            )));
+        }
+        if args.line == Some(0) || args.column == Some(0) {
+            return Err(ToolError::invalid(
+                "`line` and `column` start at 1, as `read` numbers lines",
+            ));
+        }
+        if args.operation == LspOperation::WorkspaceSymbols
+            && args.query.as_deref().is_none_or(str::is_empty)
+        {
+            return Err(ToolError::invalid(
+                "`workspace_symbols` needs `query`: the name (or part of it) to look for",
+            ));
+        }
+        if args.operation == LspOperation::RenamePreview
+            && args.new_name.as_deref().is_none_or(str::is_empty)
+        {
+            return Err(ToolError::invalid("`rename_preview` needs `new_name`"));
+        }
+        Ok(args)
+    }
+
+    async fn accesses(&self, args: &LspArgs, ctx: &ToolContext) -> Result<Vec<Access>, ToolError> {
+        match &args.path {
+            Some(path) => Ok(vec![ctx.path_access(path, AccessKind::Read).await?]),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    async fn execute(&self, args: LspArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let Some(path) = args.path.clone() else {
+            return match args.operation {
+                LspOperation::Diagnostics => all_diagnostics(ctx).await,
+                _ => workspace_symbols(&args, ctx, None).await,
+            };
+        };
+        let (file, text) = ctx
+            .blocking(move |ctx| {
+                let resolved = ctx.resolve_allowed(&path)?;
+                let text = crate::lsp::read_text(&resolved.path).ok_or_else(|| {
+                    ToolError::invalid(format!(
+                        "`{}` is not a text file up to 8 MiB; the language server cannot read it",
+                        resolved.display()
+                    ))
+                })?;
+                Ok((resolved.path, text))
+            })
+            .await?;
+        let lsp = Arc::clone(ctx.env().lsp());
+        let deadline = tokio::time::Instant::now() + lsp.request_timeout();
+        let (client, note) = lsp
+            .client_for(&file, ctx.roots(), deadline)
+            .await
+            .map_err(|unavailable| ToolError::failed(unavailable.message()))?;
+        let synced = client.sync(&file, text.clone()).await;
+        if args.operation != LspOperation::Diagnostics && client.published(&file).is_none() {
+            // A server that has not reported on the file yet may still be loading the
+            // project (pyright finds the workspace's files after its configuration): answers
+            // across files wait for its first report on this one, at most `wait_ms`.
+            let until = tokio::time::Instant::now() + lsp.wait();
+            let _ = client
+                .wait_for(&file, &synced, until, ctx.cancellation())
+                .await;
+        }
+        let mut output = match args.operation {
+            LspOperation::WorkspaceSymbols => {
+                return workspace_symbols(&args, ctx, Some(client)).await;
+            }
+            LspOperation::Diagnostics => {
+                let wait =
+                    tokio::time::Instant::now() + lsp.wait().max(std::time::Duration::from_secs(1));
+                let published = match client
+                    .wait_for(&file, &synced, wait, ctx.cancellation())
+                    .await
+                {
+                    Waited::Reported(published) => Some(published),
+                    Waited::TimedOut => client.published(&file),
+                    Waited::Exited(reason) => return Err(ToolError::failed(reason)),
+                };
+                file_diagnostics(ctx, &client, &file, &text, published.as_ref())
+            }
+            LspOperation::DocumentSymbols => {
+                let result = request(
+                    &client,
+                    ctx,
+                    "textDocument/documentSymbol",
+                    json!({
+                        "textDocument": {"uri": uri_of(&file)},
+                    }),
+                )
+                .await?;
+                let places = render::document_symbols(&result, &file);
+                page(
+                    ctx,
+                    &args,
+                    places,
+                    Some((&file, text)),
+                    ("symbol", "symbols"),
+                )
+                .await?
+            }
+            LspOperation::Definition
+            | LspOperation::References
+            | LspOperation::Hover
+            | LspOperation::RenamePreview => {
+                let position = position(&args, &client, ctx, &file, &text).await?;
+                let at = json!({"textDocument": {"uri": uri_of(&file)}, "position": position});
+                at_position(&args, ctx, &client, at, &file, text).await?
+            }
+        };
+        if let Some(note) = note {
+            output
+                .content
+                .push(crate::tool::Content::Text(format!("note: {note}.")));
+        }
+        let busy = client.busy();
+        if !busy.is_empty() {
+            output.content.push(crate::tool::Content::Text(format!(
+                "note: {} is still busy ({}): the answer may be incomplete; ask again shortly.",
+                client.name,
+                busy.join(", ")
+            )));
+        }
+        Ok(output
+            .with_metadata("server", json!(client.name))
+            .with_metadata("server_pid", json!(client.pid()))
+            .with_metadata("sandboxed", json!(client.sandboxed)))
+    }
+}
+
+/// Sends a request with the configured timeout and the call's cancellation.
+async fn request(
+    client: &Client,
+    ctx: &ToolContext,
+    method: &str,
+    params: Value,
+) -> Result<Value, ToolError> {
+    let timeout = ctx.env().lsp().request_timeout();
+    client
+        .request(method, params, timeout, ctx.cancellation())
+        .await
+        .map_err(|err| match err {
+            crate::lsp::RequestError::Cancelled => ToolError::Cancelled,
+            other => ToolError::failed(other.to_string()),
+        })
+}
+
+async fn at_position(
+    args: &LspArgs,
+    ctx: &ToolContext,
+    client: &Client,
+    at: Value,
+    file: &Path,
+    text: String,
+) -> Result<ToolOutput, ToolError> {
+    match args.operation {
+        LspOperation::Definition => {
+            let result = request(client, ctx, "textDocument/definition", at).await?;
+            page(
+                ctx,
+                args,
+                render::places(&result),
+                Some((file, text)),
+                ("definition", "definitions"),
+            )
+            .await
+        }
+        LspOperation::References => {
+            let mut params = at;
+            params["context"] = json!({"includeDeclaration": true});
+            let result = request(client, ctx, "textDocument/references", params).await?;
+            let mut places = render::places(&result);
+            places.sort_by(|a, b| {
+                (&a.path, a.start.line, a.start.character).cmp(&(
+                    &b.path,
+                    b.start.line,
+                    b.start.character,
+                ))
+            });
+            places.dedup();
+            page(
+                ctx,
+                args,
+                places,
+                Some((file, text)),
+                ("reference", "references"),
+            )
+            .await
+        }
+        LspOperation::Hover => {
+            let result = request(client, ctx, "textDocument/hover", at).await?;
+            Ok(ToolOutput::text(
+                render::hover_text(&result).unwrap_or_else(|| {
+                    String::from(
+                        "The server has nothing to say about this position (no symbol there?).",
+                    )
+                }),
+            ))
+        }
+        LspOperation::RenamePreview => {
+            let mut params = at;
+            params["newName"] = json!(args.new_name);
+            let result = request(client, ctx, "textDocument/rename", params).await?;
+            let (edits, count) = ctx
+                .blocking({
+                    let file = file.to_owned();
+                    move |ctx| {
+                        let mut sources = Sources::new(&ctx);
+                        sources.seed(&file, text);
+                        Ok(render::rename_edits(&result, &mut sources))
+                    }
+                })
+                .await?;
+            let text = if count == 0 {
+                String::from("The server proposes no edits for this rename.\n")
+            } else {
+                format!(
+                    "Renaming to `{}` would make {}. Nothing was changed: apply them with \
+                     `edit`, `multi_edit` or `apply_patch`.\n{edits}",
+                    args.new_name.as_deref().unwrap_or_default(),
+                    crate::tools::counted(count, "edit", "edits")
+                )
+            };
+            Ok(ToolOutput::text(text))
+        }
+        LspOperation::DocumentSymbols
+        | LspOperation::WorkspaceSymbols
+        | LspOperation::Diagnostics => Err(ToolError::failed("not a position operation")),
+    }
+}
+
+/// A page of places, with their source lines (read off the runtime).
+async fn page(
+    ctx: &ToolContext,
+    args: &LspArgs,
+    places: Vec<Place>,
+    seed: Option<(&Path, String)>,
+    noun: (&'static str, &'static str),
+) -> Result<ToolOutput, ToolError> {
+    let offset = args.offset.unwrap_or(0);
+    let limit = match args.head_limit {
+        Some(0) => usize::MAX,
+        Some(n) => n,
+        None => DEFAULT_LIMIT,
+    };
+    let seed = seed.map(|(p, t)| (p.to_owned(), t));
+    let total = places.len();
+    let text = ctx
+        .blocking(move |ctx| {
+            let mut sources = Sources::new(&ctx);
+            if let Some((path, text)) = seed {
+                sources.seed(&path, text);
+            }
+            Ok(render::render_places(
+                &places,
+                &mut sources,
+                offset,
+                limit,
+                noun,
+            ))
+        })
+        .await?;
+    Ok(ToolOutput::text(text).with_metadata("total", json!(total)))
+}
+
+/// The position of the call: `line`/`column`, or `symbol`'s place.
+async fn position(
+    args: &LspArgs,
+    client: &Client,
+    ctx: &ToolContext,
+    file: &Path,
+    text: &str,
+) -> Result<lsp_types::Position, ToolError> {
+    let display = ctx.roots().display(file);
+    let (line, col) = match (&args.symbol, args.line) {
+        (Some(symbol), Some(line)) => {
+            let source = line_at(text, line - 1).ok_or_else(|| past_end(&display, line, text))?;
+            let col = find_word(source, symbol).ok_or_else(|| {
+                ToolError::invalid(format!(
+                    "`{symbol}` does not occur on line {line} of `{display}`: {}",
+                    source.trim()
+                ))
+            })?;
+            (line - 1, args.column.map_or(col, |c| c - 1))
+        }
+        (Some(symbol), None) => {
+            let result = request(
+                client,
+                ctx,
+                "textDocument/documentSymbol",
+                json!({
+                    "textDocument": {"uri": uri_of(file)},
+                }),
+            )
+            .await
+            .unwrap_or(Value::Null);
+            let declared = render::document_symbols(&result, file)
+                .into_iter()
+                .find(|p| p.name.as_deref() == Some(symbol.as_str()));
+            match declared {
+                Some(place) => {
+                    let source = line_at(text, place.start.line as usize).unwrap_or_default();
+                    let col = crate::lsp::position::char_of_utf16(source, place.start.character);
+                    (place.start.line as usize, col)
+                }
+                None => text
+                    .split('\n')
+                    .enumerate()
+                    .find_map(|(i, l)| find_word(l, symbol).map(|c| (i, c)))
+                    .ok_or_else(|| {
+                        ToolError::invalid(format!(
+                            "no symbol `{symbol}` in `{display}`; give `line` and `column`, or \
+                             look for it with `workspace_symbols`"
+                        ))
+                    })?,
+            }
+        }
+        (None, Some(line)) => {
+            let source = line_at(text, line - 1).ok_or_else(|| past_end(&display, line, text))?;
+            let col = match args.column {
+                Some(c) => c - 1,
+                None => source
+                    .char_indices()
+                    .position(|(_, c)| c.is_alphanumeric() || c == '_')
+                    .unwrap_or(0),
+            };
+            (line - 1, col)
+        }
+        (None, None) => return Err(ToolError::invalid("give `line` or `symbol`")),
+    };
+    let source = line_at(text, line).unwrap_or_default();
+    Ok(lsp_types::Position::new(
+        u32::try_from(line).unwrap_or(u32::MAX),
+        utf16_of_char(source, col),
+    ))
+}
+
+fn past_end(display: &str, line: usize, text: &str) -> ToolError {
+    ToolError::invalid(format!(
+        "`{display}` has {} lines; line {line} is past its end",
+        text.split('\n').count()
+    ))
+}
+
+/// The character column where `word` occurs on `line` as a whole word.
+fn find_word(line: &str, word: &str) -> Option<usize> {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    let mut from = 0;
+    while let Some(found) = line[from..].find(word) {
+        let start = from + found;
+        let end = start + word.len();
+        let before_ok = line[..start]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !is_word(c));
+        let after_ok = line[end..].chars().next().is_none_or(|c| !is_word(c));
+        if before_ok && after_ok {
+            return Some(line[..start].chars().count());
+        }
+        from = start + word.len().max(1);
+        if from > line.len() {
+            break;
+        }
+    }
+    None
+}
+
+/// A file's diagnostics, every severity but hints.
+fn file_diagnostics(
+    ctx: &ToolContext,
+    client: &Client,
+    file: &Path,
+    text: &str,
+    published: Option<&crate::lsp::Published>,
+) -> ToolOutput {
+    let display = ctx.roots().display(file);
+    let Some(published) = published else {
+        let busy = client.busy();
+        let why = if busy.is_empty() {
+            String::new()
+        } else {
+            format!(" (it is busy: {})", busy.join(", "))
+        };
+        return ToolOutput::text(format!(
+            "{} has not reported on `{display}` yet{why}; ask again shortly.",
+            client.name
+        ));
+    };
+    let lines = diagnostic_lines(&display, Some(text), &published.items);
+    if lines.is_empty() {
+        return ToolOutput::text(format!("{}: no problems in {display}.", client.name));
+    }
+    ToolOutput::text(format!(
+        "{} reports {} in {display}:\n{}",
+        client.name,
+        crate::tools::counted(lines.len(), "problem", "problems"),
+        lines.join("\n")
+    ))
+}
+
+fn diagnostic_lines(
+    display: &str,
+    text: Option<&str>,
+    items: &[lsp_types::Diagnostic],
+) -> Vec<String> {
+    let mut items: Vec<&lsp_types::Diagnostic> = items
+        .iter()
+        .filter(|d| d.severity != Some(lsp_types::DiagnosticSeverity::HINT))
+        .collect();
+    items.sort_by_key(|d| {
+        (
+            d.severity.map(|s| {
+                serde_json::to_value(s)
+                    .ok()
+                    .and_then(|v| v.as_i64())
+                    .unwrap_or(1)
+            }),
+            d.range.start.line,
+            d.range.start.character,
+        )
+    });
+    items
+        .into_iter()
+        .map(|d| {
+            let (line, col) = crate::lsp::position::human(text, d.range.start);
+            let code = d
+                .code
+                .as_ref()
+                .map(|c| match c {
+                    lsp_types::NumberOrString::Number(n) => format!(" {n}"),
+                    lsp_types::NumberOrString::String(s) => format!(" {s}"),
+                })
+                .unwrap_or_default();
+            format!(
+                "{display}:{line}:{col} {}{code} {}",
+                crate::lsp::severity_name(d.severity),
+                crate::lsp::one_line(&d.message)
+            )
+        })
+        .collect()
+}
+
+/// The diagnostics of every file the running servers reported on.
+async fn all_diagnostics(ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    let clients = ctx.env().lsp().running();
+    if clients.is_empty() {
+        return Ok(ToolOutput::text(
+            "No language server is running yet: servers start when a file of their language is changed or asked about. Give `path` to ask about one file.",
+        ));
+    }
+    let reports: Vec<(String, PathBuf, crate::lsp::Published)> = clients
+        .iter()
+        .flat_map(|c| {
+            c.all_published()
+                .into_iter()
+                .map(move |(p, d)| (c.name.clone(), p, d))
+        })
+        .filter(|(_, _, d)| !d.items.is_empty())
+        .collect();
+    let text = ctx
+        .blocking(move |ctx| {
+            let mut sources = Sources::new(&ctx);
+            let mut out = String::new();
+            for (server, path, published) in &reports {
+                let display = ctx.roots().display(path);
+                let lines = diagnostic_lines(&display, sources.text(path), &published.items);
+                if lines.is_empty() {
+                    continue;
+                }
+                out.push_str(&format!(
+                    "{server}: {}\n{}\n",
+                    crate::tools::counted(lines.len(), "problem", "problems"),
+                    lines.join("\n")
+                ));
+            }
+            if out.is_empty() {
+                out.push_str("No problems in the files the language servers have seen.\n");
+            }
+            Ok(out)
+        })
+        .await?;
+    Ok(ToolOutput::text(text))
+}
+
+/// `workspace_symbols`: through the file's server, or every running one.
+async fn workspace_symbols(
+    args: &LspArgs,
+    ctx: &ToolContext,
+    client: Option<Arc<Client>>,
+) -> Result<ToolOutput, ToolError> {
+    let clients = match client {
+        Some(client) => vec![client],
+        None => ctx.env().lsp().running(),
+    };
+    if clients.is_empty() {
+        return Err(ToolError::invalid(
+            "no language server is running yet; give `path` (a file of the language to search) so its server starts",
+        ));
+    }
+    let mut places = Vec::new();
+    for client in &clients {
+        let result = request(
+            client,
+            ctx,
+            "workspace/symbol",
+            json!({"query": args.query}),
+        )
+        .await?;
+        places.extend(render::flat_symbols(&result));
+    }
+    page(ctx, args, places, None, ("symbol", "symbols")).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_found_whole() {
+        assert_eq!(
+            find_word("    total = subtotal + total_tax", "total"),
+            Some(4)
+        );
+        assert_eq!(find_word("subtotal + total_tax", "total"), None);
+        assert_eq!(
+            find_word("é = total", "total"),
+            Some(4),
+            "columns count characters"
+        );
+        assert_eq!(find_word("", "x"), None);
+    }
+}
