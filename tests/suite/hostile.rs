@@ -1045,7 +1045,7 @@ async fn stdin_closing_ends_the_server_and_its_commands_quickly() {
     // rmcp alone waits 5 s for running handlers; gimlet cancels them (about 4 ms here). The
     // bound leaves room for a loaded machine.
     assert!(
-        took < Duration::from_millis(4000),
+        took < Duration::from_secs(4),
         "the server took {took:?} to exit after stdin closed"
     );
     assert!(
