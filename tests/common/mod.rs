@@ -181,6 +181,10 @@ pub fn command(data: &Path) -> Command {
         .env("GIMLET_STRUCTURED_OUTPUT", "true")
         .env_remove("RUST_LOG")
         .env_remove("TAVILY_API_KEY");
+    // To see a server's log while a test runs: GIMLET_TEST_LOG=gimlet=debug cargo test ...
+    if let Some(filter) = std::env::var_os("GIMLET_TEST_LOG") {
+        command.env("RUST_LOG", filter);
+    }
     command.kill_on_drop(true);
     command
 }

@@ -526,6 +526,50 @@ async fn typescript_errors_and_definitions() {
     gimlet.stop().await;
 }
 
+/// vscode-languageserver's servers (pyright, typescript-language-server, and many more) check
+/// every 3 s that the `processId` of `initialize` is alive and exit (code 1) when they cannot see
+/// it: a sandboxed server, in its own PID namespace and Landlock scope, cannot. They are still
+/// the same process after two of those checks.
+#[tokio::test(flavor = "multi_thread")]
+async fn sandboxed_servers_outlive_the_client_watchdog() {
+    let cases = [
+        (
+            "basedpyright-langserver",
+            "python",
+            json!({"operation": "hover", "path": "app.py", "line": 5, "symbol": "total_area"}),
+        ),
+        (
+            "typescript-language-server",
+            "typescript",
+            json!({"operation": "definition", "path": "src/index.ts", "line": 3, "symbol": "add"}),
+        ),
+    ];
+    let mut started = Vec::new();
+    for (server, fixture, question) in cases {
+        let Some(path) = path_with(server) else {
+            continue;
+        };
+        let (gimlet, config) = start(&path, fixture, CONFIG).await;
+        let first = gimlet.call("lsp", question.clone()).await;
+        ok_text(&first);
+        started.push((server, gimlet, config, question, first));
+    }
+    tokio::time::sleep(Duration::from_millis(6_500)).await;
+    for (server, gimlet, _config, question, first) in started {
+        let again = gimlet.call("lsp", question).await;
+        let text = ok_text(&again);
+        assert!(!text.contains("restarted"), "{server}: {text}");
+        if metadata(&first)["sandboxed"] == json!(true) {
+            assert_eq!(
+                metadata(&again)["server_pid"],
+                metadata(&first)["server_pid"],
+                "{server}"
+            );
+        }
+        gimlet.stop().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn clangd_errors_and_definitions() {
     let Some(path) = path_with("clangd") else {
@@ -606,6 +650,16 @@ async fn requests_time_out_and_are_cancelled_and_a_flood_stops_the_server() {
     assert!(
         response("progress").contains("\"result\": null"),
         "progress tokens are accepted: {text}"
+    );
+
+    // A server that dies under a call is restarted and asked again, once; the call says so.
+    gimlet.write("crash.fake", "something\n");
+    let crash = json!({"operation": "hover", "path": "crash.fake", "line": 1});
+    let answered = ok_text(&gimlet.call("lsp", crash).await);
+    assert!(
+        answered.contains("the answer after a restart")
+            && answered.contains("exited with code 3 unexpectedly and was restarted"),
+        "{answered}"
     );
 
     gimlet.write("flood.fake", "something\n");

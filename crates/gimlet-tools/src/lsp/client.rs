@@ -212,8 +212,13 @@ impl Client {
             || String::from("root"),
             |n| n.to_string_lossy().into_owned(),
         );
+        // vscode-languageserver's servers exit when they cannot see this process (a check
+        // every 3 s): a sandboxed one, in its own PID namespace and Landlock scope, never
+        // can. It needs no watchdog: its stdin closes and its process group is killed when
+        // gimlet goes. `null` is what the protocol says for "no parent to watch".
+        let process_id = (!self.sandboxed).then(std::process::id);
         json!({
-            "processId": std::process::id(),
+            "processId": process_id,
             "clientInfo": {"name": "gimlet", "version": env!("CARGO_PKG_VERSION")},
             "rootUri": root_uri,
             "rootPath": self.root,
@@ -274,6 +279,14 @@ impl Client {
                 return;
             }
             notified.await;
+        }
+    }
+
+    /// Why it is gone, with the last lines of its stderr: what a failed call reports.
+    pub(crate) fn gone(&self, reason: String) -> String {
+        match self.stderr_tail() {
+            tail if tail.is_empty() => reason,
+            tail => format!("{reason}; its last output: {tail}"),
         }
     }
 

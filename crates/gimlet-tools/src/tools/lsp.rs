@@ -168,84 +168,110 @@ impl Tool for LspTool {
             })
             .await?;
         let lsp = Arc::clone(ctx.env().lsp());
-        let deadline = tokio::time::Instant::now() + lsp.request_timeout();
-        let (client, note) = lsp
-            .client_for(&file, ctx.roots(), deadline)
-            .await
-            .map_err(|unavailable| ToolError::failed(unavailable.message()))?;
-        let synced = client.sync(&file, text.clone()).await;
-        if args.operation != LspOperation::Diagnostics && client.published(&file).is_none() {
-            // A server that has not reported on the file yet may still be loading the
-            // project (pyright finds the workspace's files after its configuration): answers
-            // across files wait for its first report on this one, at most `wait_ms`.
-            let until = tokio::time::Instant::now() + lsp.wait();
-            let _ = client
-                .wait_for(&file, &synced, until, ctx.cancellation())
-                .await;
+        let mut restarted = false;
+        loop {
+            let deadline = tokio::time::Instant::now() + lsp.request_timeout();
+            let (client, note) = lsp
+                .client_for(&file, ctx.roots(), deadline)
+                .await
+                .map_err(|unavailable| ToolError::failed(unavailable.message()))?;
+            let answer = answer(&args, ctx, &client, &file, text.clone()).await;
+            if answer.is_err()
+                && !restarted
+                && !client.alive()
+                && !client.stopped_by_us()
+                && !ctx.cancellation().is_cancelled()
+            {
+                // The server died under the call (not stopped by us): the next `client_for`
+                // restarts it (once a session, and says so) and the question is asked again.
+                restarted = true;
+                continue;
+            }
+            let mut output = answer?;
+            if let Some(note) = note {
+                output
+                    .content
+                    .push(crate::tool::Content::Text(format!("note: {note}.")));
+            }
+            let busy = client.busy();
+            if !busy.is_empty() {
+                output.content.push(crate::tool::Content::Text(format!(
+                    "note: {} is still busy ({}): the answer may be incomplete; ask again shortly.",
+                    client.name,
+                    busy.join(", ")
+                )));
+            }
+            return Ok(output
+                .with_metadata("server", json!(client.name))
+                .with_metadata("server_pid", json!(client.pid()))
+                .with_metadata("sandboxed", json!(client.sandboxed)));
         }
-        let mut output = match args.operation {
-            LspOperation::WorkspaceSymbols => {
-                return workspace_symbols(&args, ctx, Some(client)).await;
-            }
-            LspOperation::Diagnostics => {
-                let wait =
-                    tokio::time::Instant::now() + lsp.wait().max(std::time::Duration::from_secs(1));
-                let published = match client
-                    .wait_for(&file, &synced, wait, ctx.cancellation())
-                    .await
-                {
-                    Waited::Reported(published) => Some(published),
-                    Waited::TimedOut => client.published(&file),
-                    Waited::Exited(reason) => return Err(ToolError::failed(reason)),
-                };
-                file_diagnostics(ctx, &client, &file, &text, published.as_ref())
-            }
-            LspOperation::DocumentSymbols => {
-                let result = request(
-                    &client,
-                    ctx,
-                    "textDocument/documentSymbol",
-                    json!({
-                        "textDocument": {"uri": uri_of(&file)},
-                    }),
-                )
-                .await?;
-                let places = render::document_symbols(&result, &file);
-                page(
-                    ctx,
-                    &args,
-                    places,
-                    Some((&file, text)),
-                    ("symbol", "symbols"),
-                )
-                .await?
-            }
-            LspOperation::Definition
-            | LspOperation::References
-            | LspOperation::Hover
-            | LspOperation::RenamePreview => {
-                let position = position(&args, &client, ctx, &file, &text).await?;
-                let at = json!({"textDocument": {"uri": uri_of(&file)}, "position": position});
-                at_position(&args, ctx, &client, at, &file, text).await?
-            }
-        };
-        if let Some(note) = note {
-            output
-                .content
-                .push(crate::tool::Content::Text(format!("note: {note}.")));
+    }
+}
+
+/// One question to one running server about `file` (whose text is `text`).
+async fn answer(
+    args: &LspArgs,
+    ctx: &ToolContext,
+    client: &Arc<Client>,
+    file: &Path,
+    text: String,
+) -> Result<ToolOutput, ToolError> {
+    let lsp = ctx.env().lsp();
+    let synced = client.sync(file, text.clone()).await;
+    if args.operation != LspOperation::Diagnostics && client.published(file).is_none() {
+        // A server that has not reported on the file yet may still be loading the
+        // project (pyright finds the workspace's files after its configuration): answers
+        // across files wait for its first report on this one, at most `wait_ms`.
+        let until = tokio::time::Instant::now() + lsp.wait();
+        let _ = client
+            .wait_for(file, &synced, until, ctx.cancellation())
+            .await;
+    }
+    match args.operation {
+        LspOperation::WorkspaceSymbols => {
+            workspace_symbols(args, ctx, Some(Arc::clone(client))).await
         }
-        let busy = client.busy();
-        if !busy.is_empty() {
-            output.content.push(crate::tool::Content::Text(format!(
-                "note: {} is still busy ({}): the answer may be incomplete; ask again shortly.",
-                client.name,
-                busy.join(", ")
-            )));
+        LspOperation::Diagnostics => {
+            let wait =
+                tokio::time::Instant::now() + lsp.wait().max(std::time::Duration::from_secs(1));
+            let published = match client
+                .wait_for(file, &synced, wait, ctx.cancellation())
+                .await
+            {
+                Waited::Reported(published) => Some(published),
+                Waited::TimedOut => client.published(file),
+                Waited::Exited(reason) => return Err(ToolError::failed(client.gone(reason))),
+            };
+            Ok(file_diagnostics(
+                ctx,
+                client,
+                file,
+                &text,
+                published.as_ref(),
+            ))
         }
-        Ok(output
-            .with_metadata("server", json!(client.name))
-            .with_metadata("server_pid", json!(client.pid()))
-            .with_metadata("sandboxed", json!(client.sandboxed)))
+        LspOperation::DocumentSymbols => {
+            let result = request(
+                client,
+                ctx,
+                "textDocument/documentSymbol",
+                json!({
+                    "textDocument": {"uri": uri_of(file)},
+                }),
+            )
+            .await?;
+            let places = render::document_symbols(&result, file);
+            page(ctx, args, places, Some((file, text)), ("symbol", "symbols")).await
+        }
+        LspOperation::Definition
+        | LspOperation::References
+        | LspOperation::Hover
+        | LspOperation::RenamePreview => {
+            let position = position(args, client, ctx, file, &text).await?;
+            let at = json!({"textDocument": {"uri": uri_of(file)}, "position": position});
+            at_position(args, ctx, client, at, file, text).await
+        }
     }
 }
 
@@ -262,6 +288,7 @@ async fn request(
         .await
         .map_err(|err| match err {
             crate::lsp::RequestError::Cancelled => ToolError::Cancelled,
+            crate::lsp::RequestError::Exited(reason) => ToolError::failed(client.gone(reason)),
             other => ToolError::failed(other.to_string()),
         })
 }
