@@ -291,7 +291,7 @@ async fn serve_with(
     };
     let token = match args.auth_token.as_deref() {
         Some("generate") => {
-            let token = gimlet_mcp::generate_token();
+            let token = gimlet_mcp::generate_token().context("--auth-token generate")?;
             writeln!(std::io::stdout().lock(), "{token}")?;
             Some(token)
         }

@@ -111,11 +111,14 @@ pub enum ServeError {
     /// The session ended with an error.
     #[error("the MCP session failed: {0}")]
     Stopped(String),
+    /// The system has no randomness for the server's keys (the 2026-07-28 state seal).
+    #[error("no system randomness for the server's keys: {0}")]
+    Randomness(std::io::Error),
 }
 
 /// Serves until the client goes away or the process is asked to stop.
 pub async fn serve(config: ServerConfig) -> Result<(), ServeError> {
-    let app = start(config).await;
+    let app = start(config).await?;
     reload_on_hangup(&app);
     transport::stdio::serve(app).await
 }
@@ -123,7 +126,7 @@ pub async fn serve(config: ServerConfig) -> Result<(), ServeError> {
 /// Serves streamable HTTP on a bound server until SIGINT or SIGTERM, then shuts down
 /// gracefully: no new connections, running calls get a grace period, sessions end.
 pub async fn serve_http(config: ServerConfig, server: HttpServer) -> Result<(), ServeError> {
-    let mut app = start_app(config).await;
+    let mut app = start_app(config).await?;
     app.principal_idle = server.config().session_idle_time();
     app.principal_cap = server.config().session_cap();
     let app = Arc::new(app);
@@ -131,12 +134,13 @@ pub async fn serve_http(config: ServerConfig, server: HttpServer) -> Result<(), 
     server.run(app).await
 }
 
-async fn start(config: ServerConfig) -> Arc<server::App> {
-    Arc::new(start_app(config).await)
+async fn start(config: ServerConfig) -> Result<Arc<server::App>, ServeError> {
+    start_app(config).await.map(Arc::new)
 }
 
 /// The shared state, and the hourly sweep of old saved outputs.
-async fn start_app(config: ServerConfig) -> server::App {
+async fn start_app(config: ServerConfig) -> Result<server::App, ServeError> {
+    let sealer = mrtr::Sealer::new().map_err(ServeError::Randomness)?;
     let spill = config.env.spill().clone();
     tokio::spawn(async move {
         let mut every = tokio::time::interval(SWEEP_EVERY);
@@ -152,10 +156,11 @@ async fn start_app(config: ServerConfig) -> server::App {
         config.registry,
         config.ask_timeout,
         config.shape,
+        sealer,
     )
     .await;
     app.reload = config.reload;
-    app
+    Ok(app)
 }
 
 /// Reloads the config on every SIGHUP, for as long as the app lives.
@@ -185,12 +190,18 @@ pub async fn tools_json(env: &ToolEnv, registry: &ToolRegistry, shape: Shape) ->
     serde_json::json!({ "tools": tools })
 }
 
-/// A fresh random id with a prefix, e.g. `stdio-3f9a0c12d4e5b6a7`.
+/// A fresh id with a prefix, e.g. `stdio-3f9a0c12d4e5b6a7`: random, or, where the system has
+/// no randomness, this process's id and a count (unique, not secret: ids here name, they do
+/// not authorize; the keys that do refuse to start without randomness).
 pub(crate) fn new_id(prefix: &str) -> String {
-    let mut bytes = [0u8; 8];
-    let _ = getrandom::fill(&mut bytes);
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{prefix}-{hex}")
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    match gimlet_tools::util::random_bytes::<8>() {
+        Ok(bytes) => format!("{prefix}-{}", gimlet_tools::util::hex(&bytes)),
+        Err(_) => {
+            let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            format!("{prefix}-p{:x}n{n:x}", std::process::id())
+        }
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -10,10 +10,11 @@
     reason = "logging is deprecated in 2026-07-28 (SEP-2577) but still served"
 )]
 
+use gimlet_tools::util::MutexExt as _;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, OnceLock};
 
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use rmcp::{Peer, RoleServer};
@@ -73,7 +74,7 @@ pub(crate) struct SinkGuard {
 
 impl Drop for SinkGuard {
     fn drop(&mut self) {
-        let mut sinks = sinks().lock().unwrap_or_else(PoisonError::into_inner);
+        let mut sinks = sinks().locked();
         sinks.remove(&self.key);
         refresh_finest(&sinks);
     }
@@ -90,7 +91,7 @@ pub(crate) fn register(key: &str, peer: Peer<RoleServer>, level: LoggingLevel) -
             }
         }
     });
-    let mut sinks = sinks().lock().unwrap_or_else(PoisonError::into_inner);
+    let mut sinks = sinks().locked();
     sinks.insert(key.to_owned(), Sink { level, messages });
     refresh_finest(&sinks);
     SinkGuard {
@@ -100,7 +101,7 @@ pub(crate) fn register(key: &str, peer: Peer<RoleServer>, level: LoggingLevel) -
 
 /// Changes a registered sink's level; `false` if there is none.
 pub(crate) fn set_level(key: &str, level: LoggingLevel) -> bool {
-    let mut sinks = sinks().lock().unwrap_or_else(PoisonError::into_inner);
+    let mut sinks = sinks().locked();
     let Some(sink) = sinks.get_mut(key) else {
         return false;
     };
@@ -204,7 +205,7 @@ where
             return;
         };
         let level = mcp_level(*event.metadata().level());
-        let sinks = sinks().lock().unwrap_or_else(PoisonError::into_inner);
+        let sinks = sinks().locked();
         let Some(sink) = sinks.get(&key) else {
             return;
         };

@@ -14,6 +14,7 @@
 //! for, and if what the call would do changed since (a different diff), it is refused as
 //! stale.
 
+use gimlet_tools::util::MutexExt as _;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -66,13 +67,13 @@ struct PendingKey {
 }
 
 impl Sealer {
-    /// A sealer with a fresh random key.
-    pub(crate) fn new() -> Self {
-        let mut key = [0u8; 32];
-        if getrandom::fill(&mut key).is_err() {
-            // No randomness: no state can be trusted; a key nobody knows is the next best.
-            tracing::error!("no system randomness; 2026-07-28 questions will not verify");
-        }
+    /// A sealer with a fresh random key; without the system's randomness, none (a key that
+    /// could be guessed would let a client forge its own answers).
+    pub(crate) fn new() -> std::io::Result<Self> {
+        gimlet_tools::util::random_bytes::<32>().map(Self::with_key)
+    }
+
+    fn with_key(key: [u8; 32]) -> Self {
         Self {
             codec: RequestStateCodec::new_unchecked(key.to_vec()),
             used: Mutex::new(HashMap::new()),
@@ -106,10 +107,7 @@ impl Sealer {
         })?;
         let state: RoundState = serde_json::from_slice(&payload)
             .map_err(|_| String::from("the request state sent back is not gimlet's"))?;
-        let mut used = self
-            .used
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut used = self.used.locked();
         let now = Instant::now();
         used.retain(|_, at| now.duration_since(*at) < STATE_TTL + Duration::from_secs(60));
         if used.insert(state.nonce.clone(), now).is_some() {
@@ -220,10 +218,7 @@ impl Round {
         answer_to_approval: impl FnOnce(Option<ElicitResult>) -> Approval,
     ) -> Approval {
         let key = ask_key(request);
-        let mut answered = self
-            .answered
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut answered = self.answered.locked();
         if answered.contains_key(&key) {
             return Approval::Once;
         }
@@ -289,11 +284,7 @@ impl Round {
             }
             _ => {}
         }
-        let answered = self
-            .answered
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+        let answered = self.answered.locked().clone();
         let state = RoundState {
             nonce: fresh_nonce(),
             answered,
@@ -391,7 +382,7 @@ mod tests {
 
     #[test]
     fn an_answer_with_its_state_resolves_the_ask_once() {
-        let keys = Sealer::new();
+        let keys = Sealer::new().unwrap();
         let args = json!({"path": "/elsewhere/f.txt", "content": "x"});
         let sealed = first(&keys, &args);
         let round = Round::new(
@@ -425,7 +416,7 @@ mod tests {
 
     #[test]
     fn tampered_transplanted_or_missing_state_is_refused() {
-        let keys = Sealer::new();
+        let keys = Sealer::new().unwrap();
         let args = json!({"path": "/elsewhere/f.txt", "content": "x"});
         let sealed = first(&keys, &args);
         let mut tampered = sealed.clone().into_bytes();
@@ -451,7 +442,7 @@ mod tests {
             );
         }
         // Another server (another key) does not accept it either.
-        let other = Sealer::new();
+        let other = Sealer::new().unwrap();
         let round = Round::new(
             &params(args, Some(accept("allow_once")), Some(sealed)),
             &other,
@@ -464,7 +455,7 @@ mod tests {
 
     #[test]
     fn an_answer_for_an_older_preview_is_outdated_and_another_ask_asks_again() {
-        let keys = Sealer::new();
+        let keys = Sealer::new().unwrap();
         let args = json!({"path": "/elsewhere/f.txt", "content": "x"});
         let sealed = first(&keys, &args);
         let round = Round::new(
@@ -505,7 +496,7 @@ mod tests {
 
     #[test]
     fn declines_and_odd_answers_are_no() {
-        let keys = Sealer::new();
+        let keys = Sealer::new().unwrap();
         let args = json!({"path": "/elsewhere/f.txt", "content": "x"});
         for answer in [
             serde_json::to_value(ElicitResult::new(ElicitationAction::Decline)).unwrap(),

@@ -8,10 +8,11 @@
     reason = "logging is deprecated in 2026-07-28 (SEP-2577) but still served"
 )]
 
+use gimlet_tools::util::{MutexExt as _, RwLockExt as _};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use gimlet_tools::fs::Root;
@@ -92,6 +93,7 @@ impl App {
         registry: Arc<ToolRegistry>,
         ask_timeout: Duration,
         shape: mapping::Shape,
+        sealer: Sealer,
     ) -> Self {
         let specs = registry.init(&env).await;
         let tools = specs.iter().map(|s| mapping::tool(s, shape)).collect();
@@ -106,7 +108,7 @@ impl App {
             reload: None,
             ask_timeout,
             shape,
-            sealer: Arc::new(Sealer::new()),
+            sealer: Arc::new(sealer),
             running_calls: AtomicUsize::new(0),
             principals: Mutex::new(HashMap::new()),
             principal_idle: Duration::from_secs(30 * 60),
@@ -116,12 +118,12 @@ impl App {
 
     /// The tools now.
     pub(crate) fn registry(&self) -> Arc<ToolRegistry> {
-        Arc::clone(&self.registry.read().unwrap_or_else(PoisonError::into_inner))
+        Arc::clone(&self.registry.read_locked())
     }
 
     /// The `tools/list` entries now.
     pub(crate) fn tools(&self) -> Arc<Vec<Tool>> {
-        Arc::clone(&self.tools.read().unwrap_or_else(PoisonError::into_inner))
+        Arc::clone(&self.tools.read_locked())
     }
 
     /// Reads the config again: the new policy applies to calls that start from now on, and
@@ -151,11 +153,8 @@ impl App {
             .map(|s| mapping::tool(s, self.shape))
             .collect();
         let changed = *self.tools() != tools;
-        *self
-            .registry
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = registry;
-        *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(tools);
+        *self.registry.write_locked() = registry;
+        *self.tools.write_locked() = Arc::new(tools);
         tracing::info!(tools_changed = changed, "config reloaded");
         if changed {
             self.notify_tools_changed().await;
@@ -165,18 +164,14 @@ impl App {
     /// Tells every client that the tool list changed.
     async fn notify_tools_changed(&self) {
         let peers: Vec<Peer<RoleServer>> = {
-            let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut peers = self.peers.locked();
             peers.retain(|p| !p.is_transport_closed());
             peers.clone()
         };
         for peer in peers {
             let _ = peer.notify_tool_list_changed().await;
         }
-        let listeners: Vec<SubscriptionSink> = self
-            .listeners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let listeners: Vec<SubscriptionSink> = self.listeners.locked().clone();
         let mut gone = Vec::new();
         for (i, listener) in listeners.iter().enumerate() {
             if listener.notify_tool_list_changed().await.is_err() {
@@ -184,10 +179,7 @@ impl App {
             }
         }
         if !gone.is_empty() {
-            let mut listeners = self
-                .listeners
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut listeners = self.listeners.locked();
             let mut i = 0;
             listeners.retain(|_| {
                 let keep = !gone.contains(&i);
@@ -202,10 +194,7 @@ impl App {
     /// cap the least recently used goes.
     pub(crate) fn principal_session(&self, principal: &str) -> Arc<Session> {
         let now = Instant::now();
-        let mut principals = self
-            .principals
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut principals = self.principals.locked();
         principals.retain(|_, (_, used)| now.duration_since(*used) < self.principal_idle);
         if let Some((session, used)) = principals.get_mut(principal) {
             *used = now;
@@ -226,10 +215,7 @@ impl App {
 
     /// Ends the stateless clients' sessions (and their background jobs).
     pub(crate) fn drop_principal_sessions(&self) {
-        self.principals
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+        self.principals.locked().clear();
     }
 }
 
@@ -496,12 +482,9 @@ impl GimletServer {
 
     /// Starts sending this session's log messages to its client.
     fn start_logging(&self, peer: &Peer<RoleServer>) {
-        let level = *self
-            .log_level
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let level = *self.log_level.locked();
         let guard = logging::register(self.session.id(), peer.clone(), level);
-        *self.log_sink.lock().unwrap_or_else(PoisonError::into_inner) = Some(guard);
+        *self.log_sink.locked() = Some(guard);
     }
 
     /// Where a call's log messages go: its session's client, or, for a stateless request that
@@ -524,7 +507,7 @@ impl GimletServer {
 
     fn saved_outputs(session: &Session) -> Vec<String> {
         let saved = session.state::<SavedOutputs>();
-        let ids = saved.ids.lock().unwrap_or_else(PoisonError::into_inner);
+        let ids = saved.ids.locked();
         ids.clone()
     }
 }
@@ -588,11 +571,7 @@ impl ServerHandler for GimletServer {
             Ok(output) => {
                 if let Some(file) = output.truncated.as_ref().and_then(|t| t.spill.as_ref()) {
                     let saved = session.state::<SavedOutputs>();
-                    saved
-                        .ids
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push(file.id.clone());
+                    saved.ids.locked().push(file.id.clone());
                 }
                 Ok(mapping::success(output, self.app.shape).into())
             }
@@ -637,11 +616,7 @@ impl ServerHandler for GimletServer {
     }
 
     async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
-        self.app
-            .peers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(cx.peer.clone());
+        self.app.peers.locked().push(cx.peer.clone());
         self.start_logging(&cx.peer);
         let span = tracing::info_span!("roots", log_to = %self.session.id());
         self.refresh_roots(&cx.peer).instrument(span).await;
@@ -657,10 +632,7 @@ impl ServerHandler for GimletServer {
         request: SetLevelRequestParams,
         rc: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        *self
-            .log_level
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = request.level;
+        *self.log_level.locked() = request.level;
         if !logging::set_level(self.session.id(), request.level) {
             self.start_logging(&rc.peer);
         }
@@ -675,11 +647,7 @@ impl ServerHandler for GimletServer {
     }
 
     async fn listen(&self, cx: SubscriptionContext) -> Result<(), ErrorData> {
-        self.app
-            .listeners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(cx.sink().clone());
+        self.app.listeners.locked().push(cx.sink().clone());
         cx.cancelled().await;
         Ok(())
     }

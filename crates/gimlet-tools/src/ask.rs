@@ -3,6 +3,7 @@
 //! The MCP layer answers with elicitation; a library user plugs in their own (a terminal
 //! prompt, a UI); tests use [`ScriptedAsker`].
 
+use crate::util::MutexExt as _;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
@@ -155,19 +156,13 @@ impl ScriptedAsker {
     /// Adds answers to questions.
     #[must_use]
     pub fn with_answers(self, answers: impl IntoIterator<Item = Answer>) -> Self {
-        self.answers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .extend(answers);
+        self.answers.locked().extend(answers);
         self
     }
 
     /// The requests asked so far.
     pub fn asked(&self) -> Vec<AskRequest> {
-        self.asked
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.asked.locked().clone()
     }
 }
 
@@ -177,15 +172,8 @@ impl Asker for ScriptedAsker {
         request: &'a AskRequest,
         _ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Approval> {
-        self.asked
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(request.clone());
-        let next = self
-            .approvals
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .pop_front();
+        self.asked.locked().push(request.clone());
+        let next = self.approvals.locked().pop_front();
         Box::pin(async move { next.unwrap_or(Approval::Deny { reason: None }) })
     }
 
@@ -194,11 +182,7 @@ impl Asker for ScriptedAsker {
         _question: &'a Question,
         _ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Answer> {
-        let next = self
-            .answers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .pop_front();
+        let next = self.answers.locked().pop_front();
         Box::pin(async move { next.unwrap_or(Answer::Declined) })
     }
 }

@@ -1,5 +1,6 @@
 //! The audit log (`--audit-log FILE`): one JSON line per call, written by a background thread.
 
+use crate::util::MutexExt as _;
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -76,10 +77,7 @@ impl AuditLog {
     pub fn record(&self, record: &AuditRecord) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(record)?;
         line.push(b'\n');
-        let mut file = self
-            .file
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut file = self.file.locked();
         file.write_all(&line)
     }
 }

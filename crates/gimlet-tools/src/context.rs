@@ -1,10 +1,11 @@
 //! What a tool sees: [`ToolEnv`] (fixed at init: platform, roots, config) and [`ToolContext`]
 //! (one call: session, cancellation, progress, ask, roots, file state).
 
+use crate::util::{MutexExt as _, RwLockExt as _};
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -99,12 +100,12 @@ impl ToolEnv {
     /// The permission policy now. A call keeps the one it started with
     /// ([`ToolContext::policy`]).
     pub fn policy(&self) -> Arc<Policy> {
-        Arc::clone(&self.policy.read().unwrap_or_else(PoisonError::into_inner))
+        Arc::clone(&self.policy.read_locked())
     }
 
     /// Replaces the policy (a config reload); calls already running keep theirs.
     pub fn set_policy(&self, policy: Policy) {
-        *self.policy.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(policy);
+        *self.policy.write_locked() = Arc::new(policy);
     }
 
     /// Default output limits (a tool's own limits are capped by these).
@@ -482,18 +483,12 @@ impl Session {
 
     /// Replaces the roots the client offered (MCP `roots/list`).
     pub fn set_client_roots(&self, roots: Vec<Arc<Root>>) {
-        *self
-            .client_roots
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = roots;
+        *self.client_roots.write_locked() = roots;
     }
 
     /// The roots the client offered.
     pub fn client_roots(&self) -> Vec<Arc<Root>> {
-        self.client_roots
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.client_roots.read_locked().clone()
     }
 
     /// Says how much of one result the client shows its model whole, where that is less than
@@ -530,7 +525,7 @@ impl std::fmt::Debug for Extensions {
 
 impl Extensions {
     fn get_or_default<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
-        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut map = self.map.locked();
         let entry = map
             .entry(TypeId::of::<T>())
             .or_insert_with(|| Arc::new(T::default()) as Arc<dyn Any + Send + Sync>);
@@ -688,21 +683,13 @@ impl ToolContext {
     /// tool opens the same one (beneath its root, so a change on disk in between makes the
     /// open fail rather than land elsewhere).
     pub fn resolve(&self, input: &str) -> Result<ResolvedPath, PathError> {
-        let cached = self
-            .inner
-            .resolved
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let cached = self.inner.resolved.locked();
         if let Some((_, resolved)) = cached.iter().find(|(i, _)| i == input) {
             return Ok(resolved.clone());
         }
         drop(cached);
         let resolved = self.inner.roots.resolve(input)?;
-        let mut cached = self
-            .inner
-            .resolved
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut cached = self.inner.resolved.locked();
         cached.push((input.to_owned(), resolved.clone()));
         Ok(resolved)
     }
@@ -710,11 +697,7 @@ impl ToolContext {
     /// Forgets this call's resolutions (after the call itself changed the file system, e.g.
     /// created a directory the path goes through).
     pub fn forget_resolutions(&self) {
-        self.inner
-            .resolved
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+        self.inner.resolved.locked().clear();
     }
 
     /// Resolves a path argument and checks that the call may open it: inside a root, or
@@ -738,43 +721,27 @@ impl ToolContext {
 
     /// Records that the user (or a rule) approved a path outside the roots for this call.
     pub fn approve_path(&self, path: &Path) {
-        self.inner
-            .approved
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(path.to_owned());
+        self.inner.approved.locked().push(path.to_owned());
     }
 
     /// Records the state of a file as it was shown to the user in a permission preview; the
     /// change must then find it unchanged ([`crate::fs::check_fresh`]).
     pub fn bind_preview(&self, path: &Path, hash: Option<ContentHash>) {
-        let mut previews = self
-            .inner
-            .previews
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut previews = self.inner.previews.locked();
         previews.retain(|(p, _)| p != path);
         previews.push((path.to_owned(), hash));
     }
 
     /// The state a file had when its change was previewed, if it was.
     pub fn preview_of(&self, path: &Path) -> Option<Option<ContentHash>> {
-        let previews = self
-            .inner
-            .previews
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let previews = self.inner.previews.locked();
         previews.iter().find(|(p, _)| p == path).map(|(_, h)| *h)
     }
 
     /// Records who decided this call's permission (the policy does; so does the ask stage).
     /// A later record replaces an earlier one: the last word decides.
     pub fn record_decision(&self, allowed: bool, by: impl Into<String>) {
-        *self
-            .inner
-            .decision
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(Decision {
+        *self.inner.decision.locked() = Some(Decision {
             verdict: if allowed { "allow" } else { "deny" },
             by: by.into(),
         });
@@ -782,11 +749,7 @@ impl ToolContext {
 
     /// Who decided this call's permission, if anyone did yet.
     pub fn decision(&self) -> Option<Decision> {
-        self.inner
-            .decision
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.inner.decision.locked().clone()
     }
 
     /// Records that this call changed the file at `path` (resolved), which held `before`
@@ -796,33 +759,19 @@ impl ToolContext {
         if !self.inner.env.lsp.covers(path) {
             return;
         }
-        self.inner
-            .changed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(Changed {
-                path: path.to_owned(),
-                before: before.map(<[u8]>::to_vec),
-            });
+        self.inner.changed.locked().push(Changed {
+            path: path.to_owned(),
+            before: before.map(<[u8]>::to_vec),
+        });
     }
 
     /// The changes recorded so far, taken.
     pub(crate) fn take_changes(&self) -> Vec<Changed> {
-        std::mem::take(
-            &mut *self
-                .inner
-                .changed
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        )
+        std::mem::take(&mut *self.inner.changed.locked())
     }
 
     fn is_approved(&self, path: &Path) -> bool {
-        let approved = self
-            .inner
-            .approved
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let approved = self.inner.approved.locked();
         approved.iter().any(|p| p == path)
     }
 

@@ -1,8 +1,9 @@
 //! Background commands of a session: started by `bash` with `run_in_background`, read with
 //! `bash_output`, stopped with `bash_kill`, and stopped when the session ends.
 
+use crate::util::MutexExt as _;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
@@ -63,7 +64,7 @@ pub(crate) struct Snapshot {
 impl Job {
     /// New output since the last call, and the status.
     pub(crate) fn take(&self) -> Snapshot {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.state.locked();
         let output = String::from_utf8_lossy(&std::mem::take(&mut state.unread)).into_owned();
         let dropped = std::mem::take(&mut state.dropped);
         Snapshot {
@@ -77,10 +78,7 @@ impl Job {
 
     /// The status now.
     pub(crate) fn status(&self) -> JobStatus {
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .status
+        self.state.locked().status
     }
 
     /// Stops the job (TERM, grace, KILL to everything it started) and waits for it to end.
@@ -140,7 +138,7 @@ impl Jobs {
                     let Event::Output(bytes) = event else {
                         return;
                     };
-                    let mut state = reader.state.lock().unwrap_or_else(PoisonError::into_inner);
+                    let mut state = reader.state.locked();
                     if let Some(log) = &mut state.log {
                         log.push_bytes(bytes);
                     }
@@ -156,7 +154,7 @@ impl Jobs {
                 let notes = tokio::task::spawn_blocking(move || protected.undo_planted())
                     .await
                     .unwrap_or_default();
-                let mut state = reader.state.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut state = reader.state.locked();
                 for note in notes {
                     let line = format!("\n[{note}]\n");
                     state.unread.extend_from_slice(line.as_bytes());
@@ -165,7 +163,7 @@ impl Jobs {
                     }
                 }
             }
-            let mut state = reader.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut state = reader.state.locked();
             state.status = match outcome.ending {
                 Ending::Exited(code) => JobStatus::Exited(code),
                 Ending::TimedOut | Ending::Cancelled => JobStatus::Killed,
@@ -175,21 +173,13 @@ impl Jobs {
             drop(state);
             let _ = done_tx.send(true);
         });
-        self.jobs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(Arc::clone(&job));
+        self.jobs.locked().push(Arc::clone(&job));
         job
     }
 
     /// The job of an id.
     pub(crate) fn get(&self, id: &str) -> Option<Arc<Job>> {
-        self.jobs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .find(|j| j.id == id)
-            .cloned()
+        self.jobs.locked().iter().find(|j| j.id == id).cloned()
     }
 
     /// Undoes what running sandboxed jobs planted so far (protected paths they created).
@@ -197,8 +187,7 @@ impl Jobs {
     pub(crate) fn undo_planted(&self) -> Vec<String> {
         let running: Vec<Arc<Scan>> = self
             .jobs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .locked()
             .iter()
             .filter(|j| j.status() == JobStatus::Running)
             .filter_map(|j| j.protected.clone())
@@ -211,7 +200,7 @@ impl Jobs {
 
     /// The jobs, for messages: `job-1 (running: npm run dev)`.
     pub(crate) fn describe(&self) -> String {
-        let jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
+        let jobs = self.jobs.locked();
         if jobs.is_empty() {
             return String::from("this session has no background jobs");
         }
@@ -237,12 +226,7 @@ impl Jobs {
 impl Drop for Jobs {
     /// The session ended: stop every job (the helper kills everything it started).
     fn drop(&mut self) {
-        for job in self
-            .jobs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-        {
+        for job in self.jobs.locked().iter() {
             job.stop.cancel();
         }
     }

@@ -55,6 +55,7 @@ pub mod spill;
 pub mod text;
 pub mod tool;
 pub mod tools;
+pub mod util;
 pub mod web;
 
 #[cfg(test)]

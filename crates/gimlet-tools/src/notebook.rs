@@ -331,7 +331,7 @@ fn strip_ansi(text: &str) -> String {
 
 /// A fresh cell id (8 hex digits, as Jupyter makes them).
 fn new_cell_id() -> String {
-    crate::spill::random_id().map_or_else(|_| String::from("00000000"), |id| id[..8].to_owned())
+    crate::util::random_hex().map_or_else(|_| String::from("00000000"), |id| id[..8].to_owned())
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 //! is allowed and no part is unknowable. An unknowable part (`eval "$x"`) asks where the
 //! sandbox is not enforced, or where an `ask` or `deny` rule exists that it could hide.
 
+use crate::util::MutexExt as _;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -858,10 +859,7 @@ pub struct Grants {
 impl Grants {
     /// Records a grant.
     pub fn add(&self, tool: &str, pattern: String) {
-        let mut granted = self
-            .granted
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut granted = self.granted.locked();
         if !granted.iter().any(|(t, p)| t == tool && *p == pattern) {
             granted.push((tool.to_owned(), pattern));
         }
@@ -869,10 +867,7 @@ impl Grants {
 
     /// Whether a grant covers this access.
     pub fn covers(&self, tool: &str, access: &Access) -> bool {
-        let granted = self
-            .granted
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let granted = self.granted.locked();
         granted.iter().any(|(t, pattern)| {
             t == tool
                 && match access {

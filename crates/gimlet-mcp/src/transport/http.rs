@@ -200,11 +200,10 @@ impl HttpConfig {
     }
 }
 
-/// A fresh random token for `--auth-token generate`: 32 hex digits.
-pub fn generate_token() -> String {
-    let mut bytes = [0u8; 16];
-    let _ = getrandom::fill(&mut bytes);
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// A fresh random token for `--auth-token generate`: 32 hex digits (128 bits), or the error
+/// when the system has no randomness (never a token anyone could guess).
+pub fn generate_token() -> std::io::Result<String> {
+    gimlet_tools::util::random_hex()
 }
 
 /// What the guard needs.

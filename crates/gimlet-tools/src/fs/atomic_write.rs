@@ -22,6 +22,7 @@
 //! silently split them), are refused. Several files change all or nothing with
 //! [`commit_all`](super::journal::commit_all), built on the same steps.
 
+use crate::util::MutexExt as _;
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -29,7 +30,7 @@ use std::io::{Read, Seek, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, OnceLock};
 
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
@@ -262,7 +263,7 @@ pub(super) fn temp_kind(name: &[u8]) -> Option<&'static str> {
 /// A fresh temporary name for `name`: `.name.gimlet-<random>.<kind>`.
 pub(super) fn temp_name(name: &OsStr, kind: &str) -> OsString {
     let random =
-        crate::spill::random_id().unwrap_or_else(|_| format!("{:012x}", std::process::id()));
+        crate::util::random_hex().unwrap_or_else(|_| format!("{:012x}", std::process::id()));
     let mut temp = OsString::from(".");
     temp.push(name);
     temp.push(format!(
@@ -697,10 +698,7 @@ pub(super) fn keep_late_appends(
             .map(|_| Mutex::new(send))
     });
     if let Some(sender) = sender {
-        let _ = sender
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .send(watched);
+        let _ = sender.locked().send(watched);
     }
 }
 
@@ -899,7 +897,7 @@ pub(super) fn sweep_once(dir: &OwnedFd, path: &std::path::Path) {
     };
     let key = (path.to_path_buf(), meta.dev(), meta.ino());
     let first = {
-        let mut swept = SWEPT.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut swept = SWEPT.locked();
         let swept = swept.get_or_insert_with(HashSet::new);
         if swept.len() >= MAX_SWEPT {
             swept.clear();

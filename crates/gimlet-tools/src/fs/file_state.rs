@@ -1,5 +1,6 @@
 //! What a session has read: the file-state store behind read-before-write and staleness checks.
 
+use crate::util::MutexExt as _;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -106,9 +107,7 @@ impl FileStates {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, FileStamp>> {
-        self.files
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.files.locked()
     }
 }
 

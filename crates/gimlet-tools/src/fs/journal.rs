@@ -2,10 +2,10 @@
 //! before (for `undo`); on disk, the intent of a multi-file change while it goes in, so that a
 //! crash in the middle is rolled back at the next start ([`commit_all`], [`recover_pending`]).
 
+use crate::util::MutexExt as _;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::PoisonError;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::atomic_write::Ownership;
@@ -54,7 +54,7 @@ impl Journal {
 
     /// Records an entry, dropping the oldest beyond the limits.
     pub fn record(&self, entry: JournalEntry) {
-        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut entries = self.entries.locked();
         entries.push_back(entry);
         let mut bytes: usize = entries
             .iter()
@@ -69,7 +69,7 @@ impl Journal {
 
     /// The entries of the latest change (to `path`, if given), newest last, without removing them.
     pub fn latest(&self, path: Option<&Path>) -> Vec<JournalEntry> {
-        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let entries = self.entries.locked();
         match path {
             Some(path) => entries
                 .iter()
@@ -93,19 +93,19 @@ impl Journal {
 
     /// Removes entries (after they were undone).
     pub fn remove(&self, undone: &[JournalEntry]) {
-        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut entries = self.entries.locked();
         entries.retain(|e| !undone.contains(e));
     }
 
     /// Removes every entry of a change (after it was rolled back).
     pub fn remove_change(&self, change: u64) {
-        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut entries = self.entries.locked();
         entries.retain(|e| e.change != change);
     }
 
     /// Paths with entries, newest first, for error messages.
     pub fn paths(&self) -> Vec<String> {
-        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let entries = self.entries.locked();
         let mut paths: Vec<String> = Vec::new();
         for entry in entries.iter().rev() {
             if !paths.contains(&entry.display) {

@@ -1,8 +1,9 @@
 //! Per-path locks: mutations of one file are serialised, across calls and sessions.
 
+use crate::util::MutexExt as _;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
@@ -17,7 +18,7 @@ pub type PathGuard = OwnedMutexGuard<()>;
 
 impl PathLocks {
     fn handle(&self, path: &Path) -> Arc<AsyncMutex<()>> {
-        let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut locks = self.locks.locked();
         if let Some(lock) = locks.get(path).and_then(Weak::upgrade) {
             return lock;
         }

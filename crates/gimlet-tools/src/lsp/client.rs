@@ -1,10 +1,11 @@
 //! One running language server: the JSON-RPC connection over its stdin and stdout, the
 //! answers to its requests, and what it told us (diagnostics, progress).
 
+use crate::util::MutexExt as _;
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -183,7 +184,7 @@ impl Client {
             .await;
         match result {
             Ok(result) => {
-                *lock(&client.capabilities) =
+                *client.capabilities.locked() =
                     result.get("capabilities").cloned().unwrap_or_default();
                 client.notify("initialized", json!({}));
                 Ok(client)
@@ -192,7 +193,7 @@ impl Client {
                 client.kill();
                 // Give the reader a moment to collect the exit status and stderr.
                 let _ = tokio::time::timeout(Duration::from_millis(500), client.exited()).await;
-                let exit = lock(&client.state).exit.clone();
+                let exit = client.state.locked().exit.clone();
                 let tail = client.stderr_tail();
                 let mut message = match (err, exit) {
                     (RequestError::Exited(_), Some(exit)) => exit,
@@ -258,12 +259,12 @@ impl Client {
 
     /// Whether the server is still there.
     pub(crate) fn alive(&self) -> bool {
-        lock(&self.state).exit.is_none()
+        self.state.locked().exit.is_none()
     }
 
     /// Why the server is gone, if it is.
     pub(crate) fn exit_reason(&self) -> Option<String> {
-        lock(&self.state).exit.clone()
+        self.state.locked().exit.clone()
     }
 
     /// Whether gimlet itself stopped it.
@@ -292,7 +293,8 @@ impl Client {
 
     /// The last lines of its stderr, joined.
     pub(crate) fn stderr_tail(&self) -> String {
-        lock(&self.stderr_tail)
+        self.stderr_tail
+            .locked()
             .iter()
             .map(String::as_str)
             .collect::<Vec<_>>()
@@ -301,7 +303,7 @@ impl Client {
 
     /// The titles of work-done progress under way (indexing, loading ...).
     pub(crate) fn busy(&self) -> Vec<String> {
-        let mut titles: Vec<String> = lock(&self.state).progress.values().cloned().collect();
+        let mut titles: Vec<String> = self.state.locked().progress.values().cloned().collect();
         titles.sort();
         titles.dedup();
         titles
@@ -309,12 +311,12 @@ impl Client {
 
     /// A file's diagnostics as last published, if any were.
     pub(crate) fn published(&self, path: &Path) -> Option<Published> {
-        lock(&self.state).diagnostics.get(path).cloned()
+        self.state.locked().diagnostics.get(path).cloned()
     }
 
     /// Every file's diagnostics as last published, by path.
     pub(crate) fn all_published(&self) -> Vec<(PathBuf, Published)> {
-        let state = lock(&self.state);
+        let state = self.state.locked();
         let mut all: Vec<_> = state
             .diagnostics
             .iter()
@@ -337,7 +339,7 @@ impl Client {
     /// `didChange` (the whole text) and `didSave` when the server wants saves.
     pub(crate) async fn sync(&self, path: &Path, text: String) -> Synced {
         let mut documents = self.documents.lock().await;
-        let seq_before = lock(&self.state).seq;
+        let seq_before = self.state.locked().seq;
         let uri = uri_of(path);
         match documents.get_mut(path) {
             Some(doc) if doc.text == text => Synced {
@@ -395,11 +397,11 @@ impl Client {
                 json!({"textDocument": {"uri": uri_of(path)}}),
             );
         }
-        lock(&self.state).diagnostics.remove(path);
+        self.state.locked().diagnostics.remove(path);
     }
 
     fn wants_save(&self) -> bool {
-        let caps = lock(&self.capabilities);
+        let caps = self.capabilities.locked();
         match caps.get("textDocumentSync") {
             Some(Value::Object(sync)) => sync
                 .get("save")
@@ -430,7 +432,7 @@ impl Client {
             tokio::pin!(notified);
             notified.as_mut().enable();
             {
-                let state = lock(&self.state);
+                let state = self.state.locked();
                 if let Some(p) = state.diagnostics.get(path)
                     && p.seq > got.as_ref().map_or(synced.seq_before, |g| g.seq)
                     && p.version.is_none_or(|v| v >= synced.version)
@@ -466,7 +468,7 @@ impl Client {
     ) -> Result<Value, RequestError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        lock(&self.pending).insert(id, tx);
+        self.pending.locked().insert(id, tx);
         let mut guard = Pending {
             client: self,
             id,
@@ -512,7 +514,7 @@ impl Client {
 
     fn send(&self, message: &Value) {
         let body = serde_json::to_vec(message).unwrap_or_default();
-        if let Some(tx) = lock(&self.outgoing).as_ref() {
+        if let Some(tx) = self.outgoing.locked().as_ref() {
             let _ = tx.send(frame(&body));
         }
     }
@@ -526,7 +528,7 @@ impl Client {
             self.notify("exit", Value::Null);
         }
         // Closing its stdin ends a server that ignored `exit`.
-        lock(&self.outgoing).take();
+        self.outgoing.locked().take();
         if tokio::time::timeout(grace, self.exited()).await.is_err() {
             self.kill();
         }
@@ -535,7 +537,7 @@ impl Client {
     /// Kills the server and what it started, at once.
     pub(crate) fn kill(&self) {
         self.stopping.store(true, Ordering::SeqCst);
-        lock(&self.outgoing).take();
+        self.outgoing.locked().take();
         if let Some(pid) = self.pid {
             kill_tree(pid);
         }
@@ -616,7 +618,7 @@ impl Client {
                     "diagnostics published"
                 );
                 params.diagnostics.truncate(MAX_DIAGNOSTICS_PER_FILE);
-                let mut state = lock(&self.state);
+                let mut state = self.state.locked();
                 state.seq += 1;
                 let seq = state.seq;
                 if state.diagnostics.len() >= MAX_DIAGNOSTIC_FILES
@@ -646,7 +648,7 @@ impl Client {
                     None => return,
                 };
                 let value = params.get("value").cloned().unwrap_or_default();
-                let mut state = lock(&self.state);
+                let mut state = self.state.locked();
                 match value.get("kind").and_then(Value::as_str) {
                     Some("begin") => {
                         let title = value
@@ -680,7 +682,7 @@ impl Client {
         let Some(id) = message.get("id").and_then(Value::as_i64) else {
             return;
         };
-        let Some(tx) = lock(&self.pending).remove(&id) else {
+        let Some(tx) = self.pending.locked().remove(&id) else {
             return;
         };
         let result = match message.get("error") {
@@ -694,12 +696,12 @@ impl Client {
     }
 
     fn ended(&self, reason: String) {
-        let mut state = lock(&self.state);
+        let mut state = self.state.locked();
         state.exit.get_or_insert(reason);
         state.progress.clear();
         drop(state);
-        lock(&self.pending).clear();
-        lock(&self.outgoing).take();
+        self.pending.locked().clear();
+        self.outgoing.locked().take();
         self.changed.notify_waiters();
     }
 }
@@ -713,7 +715,7 @@ struct Pending<'a> {
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
-        lock(&self.client.pending).remove(&self.id);
+        self.client.pending.locked().remove(&self.id);
         if !self.done && self.client.alive() {
             self.client
                 .notify("$/cancelRequest", json!({"id": self.id}));
@@ -746,10 +748,6 @@ pub(crate) fn clip(text: &str, max: usize) -> String {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 async fn write_loop(
@@ -797,7 +795,7 @@ async fn stderr_loop(client: Arc<Client>, stderr: tokio::process::ChildStderr) {
             continue;
         }
         tracing::debug!(server = %client.name, stderr = %text);
-        let mut tail = lock(&client.stderr_tail);
+        let mut tail = client.stderr_tail.locked();
         if tail.len() == STDERR_TAIL {
             tail.pop_front();
         }

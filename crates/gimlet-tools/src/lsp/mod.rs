@@ -22,10 +22,11 @@ pub(crate) mod render;
 mod servers;
 mod spawn;
 
+use crate::util::MutexExt as _;
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -240,10 +241,10 @@ impl LanguageServers {
 
     /// The servers running now.
     pub(crate) fn running(&self) -> Vec<Arc<Client>> {
-        let slots: Vec<Arc<Slot>> = lock(&self.slots).values().cloned().collect();
+        let slots: Vec<Arc<Slot>> = self.slots.locked().values().cloned().collect();
         slots
             .iter()
-            .filter_map(|slot| match &lock(&slot.inner).state {
+            .filter_map(|slot| match &slot.inner.locked().state {
                 Some(SlotState::Running(client)) if client.alive() => Some(Arc::clone(client)),
                 _ => None,
             })
@@ -258,7 +259,7 @@ impl LanguageServers {
             waits.spawn(async move { client.shutdown(SHUTDOWN_GRACE).await });
         }
         while waits.join_next().await.is_some() {}
-        lock(&self.slots).clear();
+        self.slots.locked().clear();
     }
 
     /// The server for a file under `roots` (the call's), started if need be; waits for a start
@@ -281,7 +282,7 @@ impl LanguageServers {
             .to_owned();
         let project = servers::project_root(spec, file, &root);
         let slot = {
-            let mut slots = lock(&self.slots);
+            let mut slots = self.slots.locked();
             Arc::clone(
                 slots
                     .entry((spec.language.clone(), project.clone()))
@@ -293,7 +294,7 @@ impl LanguageServers {
             tokio::pin!(notified);
             notified.as_mut().enable();
             {
-                let mut guard = lock(&slot.inner);
+                let mut guard = slot.inner.locked();
                 let inner = &mut *guard;
                 match inner.state.take() {
                     Some(SlotState::Running(client)) if client.stopped_by_us() => {
@@ -384,7 +385,7 @@ impl LanguageServers {
                 timeout,
             )
             .await;
-            lock(&slot.inner).state = Some(state);
+            slot.inner.locked().state = Some(state);
             slot.ready.notify_waiters();
         });
     }
@@ -466,10 +467,6 @@ fn or_none(text: &str) -> &str {
     if text.is_empty() { "none" } else { text }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// What the session was already told about its servers ("not installed" is said once).
 #[derive(Default)]
 struct Notices(Mutex<HashSet<String>>);
@@ -477,7 +474,7 @@ struct Notices(Mutex<HashSet<String>>);
 impl Notices {
     /// True the first time `key` is seen in the session.
     fn first(ctx: &ToolContext, key: String) -> bool {
-        lock(&ctx.session().state::<Notices>().0).insert(key)
+        ctx.session().state::<Notices>().0.locked().insert(key)
     }
 }
 

@@ -39,9 +39,10 @@ pub mod protected;
 pub(crate) mod protocol;
 pub(crate) mod tmp;
 
+use crate::util::MutexExt as _;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, OnceLock};
 use std::thread::JoinHandle;
 
 use serde::{Deserialize, Serialize};
@@ -258,11 +259,7 @@ impl Exec {
     /// What the sandbox can do (waits for the probe the first time). Blocking.
     pub fn support(&self) -> Support {
         *self.support.get_or_init(|| {
-            let handle = self
-                .probe
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take();
+            let handle = self.probe.locked().take();
             let support = handle.and_then(|h| h.join().ok()).unwrap_or_default();
             if support.enforceable() {
                 for gap in support.gaps() {

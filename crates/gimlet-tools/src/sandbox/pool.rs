@@ -14,10 +14,11 @@
 //! made and the old ones go. A sandbox goes when its socket closes: with the session, when it
 //! is dropped, or when the server dies.
 
+use crate::util::MutexExt as _;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use rustix::net::{AddressFamily, SocketFlags, SocketType};
 use tokio::io::{AsyncReadExt, Interest};
@@ -40,14 +41,14 @@ impl Sandboxes {
     /// An idle sandbox made for `plan`, if there is one. Idle ones made for another plan are
     /// stale: they go.
     pub(crate) fn take(&self, plan: &SandboxPlan) -> Option<Sandbox> {
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut idle = self.idle.locked();
         idle.retain(|s| s.plan == *plan);
         idle.pop()
     }
 
     /// Keeps a sandbox whose command has finished for the next one.
     pub(crate) fn put(&self, sandbox: Sandbox) {
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut idle = self.idle.locked();
         idle.retain(|s| s.plan == sandbox.plan);
         if idle.len() < MAX_IDLE {
             idle.push(sandbox);

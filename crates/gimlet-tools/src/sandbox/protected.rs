@@ -18,6 +18,7 @@
 //! tree's `.git`, a linked worktree's private directory, a submodule's directory under
 //! `.git/modules` ([`Place::GitDir`]). The file tools match the top-level names at any depth.
 
+use crate::util::MutexExt as _;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -565,10 +566,7 @@ struct CachedScan {
 impl ScanCache {
     /// The scan of `roots` under `protected`: the cached one if it still holds. Blocking.
     pub(crate) fn get(&self, protected: &Protected, roots: &[PathBuf]) -> Scan {
-        let mut cached = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut cached = self.0.locked();
         if let Some(c) = cached.as_ref()
             && c.roots == roots
             && c.extra == protected.extra

@@ -2,6 +2,7 @@
 //! deterministic while files are searched side by side. Workers stay within a window ahead of
 //! the consumer (bounded memory), and the consumer can stop everything early.
 
+use crate::util::MutexExt as _;
 use std::collections::BTreeMap;
 use std::sync::{Condvar, Mutex, PoisonError};
 
@@ -48,7 +49,7 @@ pub(crate) fn map_in_order<T, S, R, I, W, C>(
         running: threads.max(1),
     });
     let changed = Condvar::new();
-    let lock = || state.lock().unwrap_or_else(PoisonError::into_inner);
+    let lock = || state.locked();
     std::thread::scope(|scope| {
         for _ in 0..threads.max(1) {
             scope.spawn(|| {

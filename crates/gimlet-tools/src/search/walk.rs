@@ -1,5 +1,6 @@
 //! The tree walk shared by `grep` and `glob`.
 
+use crate::util::MutexExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
@@ -199,10 +200,7 @@ struct FlushOnDrop<'a> {
 
 impl Drop for FlushOnDrop<'_> {
     fn drop(&mut self) {
-        let mut found = self
-            .found
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut found = self.found.locked();
         found.append(&mut self.local);
     }
 }

@@ -1,5 +1,6 @@
 //! `grep`: search file contents with ripgrep's crates, in process.
 
+use crate::util::MutexExt as _;
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::fs::File;
@@ -469,9 +470,7 @@ fn search_everything(
                 modified: SystemTime::UNIX_EPOCH,
             };
             let result = search.file(searcher, &found, direct, cap);
-            let mut shared = shared
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut shared = shared.locked();
             shared.searched += 1;
             if shared.last_progress.elapsed() > Duration::from_millis(500) {
                 shared.last_progress = Instant::now();
@@ -517,12 +516,7 @@ fn search_everything(
 
 /// The files whose search stopped at an over-long line, sorted.
 fn take_too_long(search: &Search<'_>) -> Vec<String> {
-    let mut files = std::mem::take(
-        &mut *search
-            .too_long
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner),
-    );
+    let mut files = std::mem::take(&mut *search.too_long.locked());
     files.sort();
     files
 }
@@ -604,8 +598,7 @@ fn search_file(
         }
         target
             .too_long
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .locked()
             .push(display_path(target.display_base, &found.rel));
     }
     match sink.direct {

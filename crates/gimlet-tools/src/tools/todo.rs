@@ -1,5 +1,6 @@
 //! `todo_write` and `todo_read`: the session's plan.
 
+use crate::util::MutexExt as _;
 use std::borrow::Cow;
 use std::sync::Mutex;
 
@@ -200,10 +201,7 @@ impl Tool for TodoWriteTool {
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let list = ctx.session().state::<TodoList>();
-        let mut todos = list
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut todos = list.0.locked();
         *todos = args.todos;
         Ok(render(&todos))
     }
@@ -235,10 +233,7 @@ impl Tool for TodoReadTool {
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let list = ctx.session().state::<TodoList>();
-        let todos = list
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let todos = list.0.locked();
         Ok(render(&todos))
     }
 }

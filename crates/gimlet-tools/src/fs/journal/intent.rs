@@ -114,14 +114,6 @@ struct IntentOp {
     old_ino: Option<u64>,
 }
 
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes.iter().fold(String::new(), |mut out, b| {
-        let _ = write!(out, "{b:02x}");
-        out
-    })
-}
-
 fn unhex(text: &str) -> Option<OsString> {
     let bytes = (0..text.len())
         .step_by(2)
@@ -329,18 +321,21 @@ fn record(dir: &Path, staged: &[Staged]) -> std::io::Result<(PathBuf, File)> {
     let ops = staged
         .iter()
         .map(|s| IntentOp {
-            dir: hex(s.dir_path.as_os_str().as_bytes()),
-            name: hex(s.name.as_bytes()),
-            new_aside: s.new_aside.as_ref().map(|n| hex(n.as_bytes())),
-            old_aside: s.old_aside.as_ref().map(|n| hex(n.as_bytes())),
-            old_fallback: s.old_fallback.as_ref().map(|n| hex(n.as_bytes())),
+            dir: crate::util::hex(s.dir_path.as_os_str().as_bytes()),
+            name: crate::util::hex(s.name.as_bytes()),
+            new_aside: s.new_aside.as_ref().map(|n| crate::util::hex(n.as_bytes())),
+            old_aside: s.old_aside.as_ref().map(|n| crate::util::hex(n.as_bytes())),
+            old_fallback: s
+                .old_fallback
+                .as_ref()
+                .map(|n| crate::util::hex(n.as_bytes())),
             new_ino: s.temp.as_ref().map(|t| t.id.ino),
             new_hash: s.new_hash.map(|h| h.to_string()),
             old_ino: s.old_ino,
         })
         .collect();
     let text = serde_json::to_vec(&Intent { ops })?;
-    let id = crate::spill::random_id()?;
+    let id = crate::util::random_hex()?;
     let path = dir.join(format!("{id}.json"));
     let mut file = std::fs::OpenOptions::new()
         .write(true)
