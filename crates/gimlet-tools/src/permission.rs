@@ -20,7 +20,6 @@ use std::sync::Mutex;
 use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};
 
-use crate::context::ToolContext;
 use crate::sandbox::protected::Protected;
 use crate::shell::Script;
 use crate::tool::ToolFlags;
@@ -189,6 +188,46 @@ pub enum Permission {
     Deny(String),
     /// Ask the user first.
     Ask(AskRequest),
+}
+
+/// What the policy decided about one call, and what follows from it: [`Policy::judge`] returns
+/// it and changes nothing; the pipeline's permission stage applies it (records who decided,
+/// opens the allowed paths outside the roots for this call, asks on `Ask`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judgement {
+    /// The verdict.
+    pub permission: Permission,
+    /// Who decided (`mode default`, `rule deny bash rm*`, `session grant`), for the audit log;
+    /// `None` for `Ask`, where the user decides.
+    pub by: Option<String>,
+    /// Paths outside the roots that the call may open once it runs: those the verdict allows.
+    pub outside: Vec<PathBuf>,
+}
+
+impl Judgement {
+    fn allow(by: impl Into<String>, outside: Vec<PathBuf>) -> Self {
+        Self {
+            permission: Permission::Allow,
+            by: Some(by.into()),
+            outside,
+        }
+    }
+
+    fn deny(why: String, by: impl Into<String>) -> Self {
+        Self {
+            permission: Permission::Deny(why),
+            by: Some(by.into()),
+            outside: Vec::new(),
+        }
+    }
+
+    fn ask(request: AskRequest) -> Self {
+        Self {
+            permission: Permission::Ask(request),
+            by: None,
+            outside: Vec::new(),
+        }
+    }
 }
 
 /// Why the policy wants to ask.
@@ -527,33 +566,29 @@ impl Policy {
             .max_by_key(|r| r.rule.action)
     }
 
-    /// Judges one call: the base decision of the mode for each access, moved by the rules.
-    /// Records on `ctx` who decided ([`ToolContext::record_decision`]).
+    /// Judges one call: the base decision of the mode for each access, moved by the rules and
+    /// the session's `grants`. Pure: the [`Judgement`] says what to apply.
     pub fn judge(
         &self,
         tool: &str,
         flags: ToolFlags,
         accesses: &[Access],
-        ctx: &ToolContext,
-    ) -> Permission {
+        grants: &Grants,
+    ) -> Judgement {
         let mut asks: Vec<(AskReason, &Access)> = Vec::new();
         let mut allowed_by: Vec<String> = Vec::new();
+        let mut outside: Vec<PathBuf> = Vec::new();
         for access in accesses {
             let (verdict, by) = self.judge_one(tool, flags, access);
             match verdict {
                 Verdict::Allow => {
-                    approve_outside(access, ctx);
+                    outside.extend(outside_path(access));
                     allowed_by.push(by);
                 }
-                Verdict::Deny(why) => {
-                    ctx.record_decision(false, by);
-                    return Permission::Deny(why);
-                }
+                Verdict::Deny(why) => return Judgement::deny(why, by),
                 Verdict::Ask(reason) => {
-                    if reason != AskReason::ProtectedPath
-                        && ctx.session().grants().covers(tool, access)
-                    {
-                        approve_outside(access, ctx);
+                    if reason != AskReason::ProtectedPath && grants.covers(tool, access) {
+                        outside.extend(outside_path(access));
                         allowed_by.push(String::from("session grant"));
                         continue;
                     }
@@ -568,8 +603,7 @@ impl Policy {
             } else {
                 allowed_by.join(", ")
             };
-            ctx.record_decision(true, by);
-            return Permission::Allow;
+            return Judgement::allow(by, outside);
         };
         let summary = asks
             .iter()
@@ -592,7 +626,7 @@ impl Policy {
             [(_, only)] if !protected => Some(only.session_pattern()),
             _ => None,
         };
-        Permission::Ask(AskRequest {
+        Judgement::ask(AskRequest {
             tool: tool.to_owned(),
             summary,
             detail: None,
@@ -607,30 +641,22 @@ impl Policy {
     /// grants do not count (letting a command run without asking is not letting it leave the
     /// sandbox; those answers are kept apart, see [`crate::sandbox::OutsideGrants`]). The
     /// trusted mode never asks, so it never leaves the sandbox: the roots hold.
-    pub fn judge_escalation(
-        &self,
-        tool: &str,
-        flags: ToolFlags,
-        access: &Access,
-        ctx: &ToolContext,
-    ) -> Permission {
+    pub fn judge_escalation(&self, tool: &str, flags: ToolFlags, access: &Access) -> Judgement {
         if self.mode == Mode::Trusted {
-            ctx.record_decision(false, "mode trusted");
-            return Permission::Deny(String::from(
-                "the trusted mode never runs a command outside the sandbox, so the roots hold; \
-                 run gimlet with --mode default to be asked instead",
-            ));
+            return Judgement::deny(
+                String::from(
+                    "the trusted mode never runs a command outside the sandbox, so the roots \
+                     hold; run gimlet with --mode default to be asked instead",
+                ),
+                "mode trusted",
+            );
         }
         match self.judge_one(tool, flags, access) {
             (Verdict::Allow, by) => {
-                ctx.record_decision(true, by);
-                Permission::Allow
+                Judgement::allow(by, outside_path(access).into_iter().collect())
             }
-            (Verdict::Deny(why), by) => {
-                ctx.record_decision(false, by);
-                Permission::Deny(why)
-            }
-            (Verdict::Ask(reason), _) => Permission::Ask(AskRequest {
+            (Verdict::Deny(why), by) => Judgement::deny(why, by),
+            (Verdict::Ask(reason), _) => Judgement::ask(AskRequest {
                 tool: tool.to_owned(),
                 summary: format!("{} {}", access.verb(), access.subject()),
                 detail: None,
@@ -835,11 +861,11 @@ impl Policy {
 }
 
 /// A path outside the roots that a rule or grant allowed becomes openable for this call.
-fn approve_outside(access: &Access, ctx: &ToolContext) {
-    if let Access::Read(p) | Access::Write(p) = access
-        && !p.inside_roots
-    {
-        ctx.approve_path(&p.path);
+/// The path outside the roots that allowing `access` opens, if it is one.
+fn outside_path(access: &Access) -> Option<PathBuf> {
+    match access {
+        Access::Read(p) | Access::Write(p) if !p.inside_roots => Some(p.path.clone()),
+        _ => None,
     }
 }
 

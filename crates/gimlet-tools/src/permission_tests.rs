@@ -3,7 +3,6 @@ use std::path::PathBuf;
 use pretty_assertions::assert_eq;
 
 use super::*;
-use crate::testutil::TestWorkspace;
 
 fn path(display: &str, inside: bool, protected: bool) -> PathAccess {
     PathAccess {
@@ -36,8 +35,10 @@ fn rule(action: RuleAction, tool: &str, pattern: Option<&str>) -> Rule {
 
 /// The decision as a short word, with the ask reason.
 fn decide(policy: &Policy, tool: &str, access: Access) -> String {
-    let ws = TestWorkspace::new();
-    match policy.judge(tool, ToolFlags::default(), &[access], &ws.ctx()) {
+    match policy
+        .judge(tool, ToolFlags::default(), &[access], &Grants::default())
+        .permission
+    {
         Permission::Allow => "allow".into(),
         Permission::Deny(_) => "deny".into(),
         Permission::Ask(request) => format!("ask:{:?}", request.reason),
@@ -322,7 +323,6 @@ fn an_allow_rule_needs_every_command_by_the_name_written() {
 
 #[test]
 fn questions_and_refusals_name_what_they_are_about() {
-    let ws = TestWorkspace::new();
     let p = Policy::new(Mode::Default)
         .with_rules(
             [rule(RuleAction::Deny, "bash", Some("git push*"))],
@@ -334,8 +334,9 @@ fn questions_and_refusals_name_what_they_are_about() {
             "bash",
             ToolFlags::default(),
             &[command(line, true)],
-            &ws.ctx(),
+            &Grants::default(),
         )
+        .permission
     };
     let Permission::Ask(request) = judge("$CC -o main main.c") else {
         panic!("should ask")
@@ -354,25 +355,110 @@ fn questions_and_refusals_name_what_they_are_about() {
     );
 }
 
+/// The judgement whole, as a table: the verdict, who decided, and the outside paths it opens.
+/// No context, no session: the policy is a function of its inputs.
+#[test]
+fn judgements_say_who_decided_and_what_they_open() {
+    // (tool, access, grants, (verdict, who decided, outside paths opened))
+    type Row<'a> = (&'a str, Access, &'a Grants, (&'a str, &'a str, &'a str));
+    let p = Policy::new(Mode::Default)
+        .with_rules(
+            [
+                rule(RuleAction::Allow, "read", Some("/etc/hostname")),
+                rule(RuleAction::Deny, "bash", Some("rm *")),
+            ],
+            RuleOrigin::User,
+        )
+        .unwrap();
+    let granted = Grants::default();
+    granted.add("read", String::from("/ws/etc/motd"));
+    let none = Grants::default();
+    let short = |j: Judgement| {
+        let verdict = match j.permission {
+            Permission::Allow => String::from("allow"),
+            Permission::Deny(_) => String::from("deny"),
+            Permission::Ask(r) => format!("ask:{:?}", r.reason),
+        };
+        let outside: Vec<String> = j.outside.iter().map(|p| p.display().to_string()).collect();
+        (verdict, j.by.unwrap_or_default(), outside.join(","))
+    };
+    let table: [Row<'_>; 6] = [
+        (
+            "read",
+            read("a", true),
+            &none,
+            ("allow", "mode default", ""),
+        ),
+        (
+            "read",
+            read("/etc/hostname", false),
+            &none,
+            (
+                "allow",
+                "rule allow read `/etc/hostname` (user config)",
+                "/etc/hostname",
+            ),
+        ),
+        (
+            "read",
+            read("/etc/x", false),
+            &none,
+            ("ask:OutsideRoots", "", ""),
+        ),
+        (
+            "read",
+            read("etc/motd", false),
+            &granted,
+            ("allow", "session grant", "/ws/etc/motd"),
+        ),
+        (
+            "ls",
+            read("etc/motd", false),
+            &granted,
+            ("ask:OutsideRoots", "", ""),
+        ),
+        (
+            "bash",
+            command("rm -rf x", true),
+            &none,
+            ("deny", "rule deny bash `rm *` (user config)", ""),
+        ),
+    ];
+    for (tool, access, grants, (verdict, by, outside)) in table {
+        let judged = short(p.judge(
+            tool,
+            ToolFlags::default(),
+            std::slice::from_ref(&access),
+            grants,
+        ));
+        assert_eq!(
+            judged,
+            (verdict.to_owned(), by.to_owned(), outside.to_owned()),
+            "{tool} {access:?}"
+        );
+    }
+}
+
 #[test]
 fn session_grants_cover_the_same_pattern_only() {
-    let ws = TestWorkspace::new();
-    let ctx = ws.ctx();
+    let grants = Grants::default();
     let p = Policy::new(Mode::Default);
     let outside = read("/etc/hosts", false);
-    let Permission::Ask(request) = p.judge(
-        "read",
-        ToolFlags::default(),
-        std::slice::from_ref(&outside),
-        &ctx,
-    ) else {
+    let Permission::Ask(request) = p
+        .judge(
+            "read",
+            ToolFlags::default(),
+            std::slice::from_ref(&outside),
+            &grants,
+        )
+        .permission
+    else {
         panic!("should ask")
     };
-    ctx.session()
-        .grants()
-        .add("read", request.session_pattern.unwrap());
+    grants.add("read", request.session_pattern.unwrap());
     assert_eq!(
-        p.judge("read", ToolFlags::default(), &[outside], &ctx),
+        p.judge("read", ToolFlags::default(), &[outside], &grants)
+            .permission,
         Permission::Allow
     );
     assert!(matches!(
@@ -380,8 +466,9 @@ fn session_grants_cover_the_same_pattern_only() {
             "read",
             ToolFlags::default(),
             &[read("/etc/other", false)],
-            &ctx
-        ),
+            &grants
+        )
+        .permission,
         Permission::Ask(_)
     ));
     assert!(matches!(
@@ -389,40 +476,44 @@ fn session_grants_cover_the_same_pattern_only() {
             "ls",
             ToolFlags::default(),
             &[read("/etc/hosts", false)],
-            &ctx
-        ),
+            &grants
+        )
+        .permission,
         Permission::Ask(_)
     ));
 
     let cmd = command("cargo build --release", false);
     assert_eq!(cmd.session_pattern(), "cargo build*");
-    ctx.session().grants().add("bash", cmd.session_pattern());
+    grants.add("bash", cmd.session_pattern());
     assert_eq!(
-        p.judge("bash", ToolFlags::default(), &[cmd], &ctx),
+        p.judge("bash", ToolFlags::default(), &[cmd], &grants)
+            .permission,
         Permission::Allow
     );
     let other = command("cargo publish", false);
     assert!(matches!(
-        p.judge("bash", ToolFlags::default(), &[other], &ctx),
+        p.judge("bash", ToolFlags::default(), &[other], &grants)
+            .permission,
         Permission::Ask(_)
     ));
     // The grant covers a line whose every command it matches, and no other.
     let both = command("cargo build && cargo build --release", false);
     assert_eq!(
-        p.judge("bash", ToolFlags::default(), &[both], &ctx),
+        p.judge("bash", ToolFlags::default(), &[both], &grants)
+            .permission,
         Permission::Allow
     );
     let sneaky = command("cargo build; rm -rf ~", false);
     assert!(matches!(
-        p.judge("bash", ToolFlags::default(), &[sneaky], &ctx),
+        p.judge("bash", ToolFlags::default(), &[sneaky], &grants)
+            .permission,
         Permission::Ask(_)
     ));
 }
 
 #[test]
 fn a_session_grant_on_a_compound_line_covers_that_line() {
-    let ws = TestWorkspace::new();
-    let ctx = ws.ctx();
+    let grants = Grants::default();
     let p = Policy::new(Mode::Default);
     let line = "cd sub && cargo test 2>&1 | tail -n [0-9]*";
     let cmd = command(line, false);
@@ -430,9 +521,10 @@ fn a_session_grant_on_a_compound_line_covers_that_line() {
         cmd.session_pattern(),
         "cd sub && cargo test 2>&1 | tail -n \\[0-9\\]\\*"
     );
-    ctx.session().grants().add("bash", cmd.session_pattern());
+    grants.add("bash", cmd.session_pattern());
     assert_eq!(
-        p.judge("bash", ToolFlags::default(), &[cmd], &ctx),
+        p.judge("bash", ToolFlags::default(), &[cmd], &grants)
+            .permission,
         Permission::Allow
     );
     for other in [
@@ -442,7 +534,13 @@ fn a_session_grant_on_a_compound_line_covers_that_line() {
     ] {
         assert!(
             matches!(
-                p.judge("bash", ToolFlags::default(), &[command(other, false)], &ctx),
+                p.judge(
+                    "bash",
+                    ToolFlags::default(),
+                    &[command(other, false)],
+                    &grants
+                )
+                .permission,
                 Permission::Ask(_)
             ),
             "{other}"

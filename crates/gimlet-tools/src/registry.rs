@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::ask::BoxFuture;
 use crate::context::{ToolContext, ToolEnv};
 use crate::error::ToolError;
-use crate::permission::Permission;
+use crate::permission::Access;
 use crate::schema::input_schema;
 use crate::tool::{JsonObject, OutputLimits, Tool, ToolFlags, ToolOutput};
 
@@ -81,12 +81,20 @@ pub trait DynTool: Send + Sync {
         args: ErasedArgs,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ErasedArgs, ToolError>>;
-    /// The permission decision.
-    fn permission<'a>(
+    /// What the call will touch ([`Tool::accesses`]).
+    fn accesses<'a>(
         &'a self,
         args: &'a ErasedArgs,
         ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Permission, ToolError>>;
+    ) -> BoxFuture<'a, Result<Vec<Access>, ToolError>>;
+    /// What to show beside a question about the call ([`Tool::ask_detail`]).
+    fn ask_detail<'a>(
+        &'a self,
+        _args: &'a ErasedArgs,
+        _ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Option<String>, ToolError>> {
+        Box::pin(async { Ok(None) })
+    }
     /// Runs the call.
     fn execute<'a>(
         &'a self,
@@ -161,14 +169,25 @@ impl<T: Tool> DynTool for T {
         })
     }
 
-    fn permission<'a>(
+    fn accesses<'a>(
         &'a self,
         args: &'a ErasedArgs,
         ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Permission, ToolError>> {
+    ) -> BoxFuture<'a, Result<Vec<Access>, ToolError>> {
         Box::pin(async move {
             let args = args.downcast_ref::<T::Args>()?;
-            Tool::permission(self, args, ctx).await
+            Tool::accesses(self, args, ctx).await
+        })
+    }
+
+    fn ask_detail<'a>(
+        &'a self,
+        args: &'a ErasedArgs,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Option<String>, ToolError>> {
+        Box::pin(async move {
+            let args = args.downcast_ref::<T::Args>()?;
+            Tool::ask_detail(self, args, ctx).await
         })
     }
 

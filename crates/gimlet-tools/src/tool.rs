@@ -1,7 +1,7 @@
 //! The [`Tool`] trait and the values a tool declares and returns.
 //!
 //! A tool is one type implementing [`Tool`]: typed arguments with a JSON schema, a description,
-//! flags, and `validate` / `permission` / `execute`. The registry erases the type once
+//! flags, and `validate` / `accesses` / `ask_detail` / `execute`. The registry erases the type once
 //! (`registry.rs`); [`crate::pipeline::run`] is the only caller of these methods.
 
 use std::borrow::Cow;
@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::context::{ToolContext, ToolEnv};
 use crate::error::ToolError;
-use crate::permission::{Access, Permission};
+use crate::permission::Access;
 
 /// A JSON object, as used for schemas and structured output.
 pub type JsonObject = Map<String, Value>;
@@ -330,18 +330,15 @@ pub trait Tool: Send + Sync + 'static {
         async { Ok(Vec::new()) }
     }
 
-    /// The permission decision. The default judges [`Tool::accesses`] with the context's
-    /// policy; a tool overrides this only for a rule of its own.
-    fn permission(
+    /// What to show the user beside a question about this call (the diff a change would
+    /// make), asked for only when the policy's verdict is Ask. A tool never judges or asks
+    /// itself: the permission stage judges [`Tool::accesses`] and puts the question.
+    fn ask_detail(
         &self,
-        args: &Self::Args,
-        ctx: &ToolContext,
-    ) -> impl Future<Output = Result<Permission, ToolError>> + Send {
-        async move {
-            let accesses = self.accesses(args, ctx).await?;
-            let flags = self.flags(Some(args));
-            Ok(ctx.policy().judge(Self::NAME, flags, &accesses, ctx))
-        }
+        _args: &Self::Args,
+        _ctx: &ToolContext,
+    ) -> impl Future<Output = Result<Option<String>, ToolError>> + Send {
+        async { Ok(None) }
     }
 
     /// Runs the call.

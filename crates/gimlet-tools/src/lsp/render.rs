@@ -81,11 +81,13 @@ impl Sources {
                 }
                 if let Some(judge) = judge {
                     let access = judge.access_of(&resolved, AccessKind::Read);
-                    let verdict =
-                        judge
-                            .policy()
-                            .judge("lsp", ToolFlags::READ_ONLY, &[access], judge);
-                    if !matches!(verdict, Permission::Allow) {
+                    let judgement = judge.policy().judge(
+                        "lsp",
+                        ToolFlags::READ_ONLY,
+                        &[access],
+                        judge.session().grants(),
+                    );
+                    if !matches!(judgement.permission, Permission::Allow) {
                         return None;
                     }
                 }

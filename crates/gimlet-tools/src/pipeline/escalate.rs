@@ -17,7 +17,7 @@ use crate::permission::{AskReason, Permission};
 use crate::sandbox::{OutsideGrants, SandboxDenied};
 use crate::tool::{Content, ToolFlags, ToolOutput};
 
-use super::permission::{Yes, ask_user, resolve};
+use super::permission::{Yes, apply, ask_user, resolve};
 
 /// Decides what becomes of a command the sandbox stopped (see the module docs).
 pub(super) async fn escalate(
@@ -39,7 +39,7 @@ pub(super) async fn escalate(
         ctx.record_decision(true, "session grant (outside the sandbox)");
         Ok(())
     } else {
-        match ctx.policy().judge_escalation(tool, flags, &access, ctx) {
+        match apply(ctx.policy().judge_escalation(tool, flags, &access), ctx) {
             Permission::Ask(mut request) => {
                 request.reason = AskReason::Unsandboxed;
                 request.summary = format!("run `{command}` again, outside the sandbox");

@@ -4,25 +4,48 @@ use serde_json::Value;
 
 use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::permission::{Access, Approval, AskReason, AskRequest, Permission};
+use crate::permission::{Access, Approval, AskReason, AskRequest, Judgement, Permission};
 use crate::registry::{DynTool, ErasedArgs};
 
-/// Judges the call and, on `Ask`, asks. `Ok` means the call may run.
+/// Judges the call and, on `Ask`, asks (with the tool's detail). `Ok` means the call may run.
 pub(super) async fn check(
     tool: &dyn DynTool,
     args: &ErasedArgs,
     ctx: &ToolContext,
 ) -> Result<(), ToolError> {
-    let permission = tool.permission(args, ctx).await?;
-    if ctx.decision().is_none() {
-        // The tool decided on its own, without the policy.
-        match &permission {
-            Permission::Allow => ctx.record_decision(true, format!("tool {}", tool.name())),
-            Permission::Deny(_) => ctx.record_decision(false, format!("tool {}", tool.name())),
-            Permission::Ask(_) => {}
+    let accesses = tool.accesses(args, ctx).await?;
+    let judgement = ctx.policy().judge(
+        tool.name(),
+        tool.flags(Some(args)),
+        &accesses,
+        ctx.session().grants(),
+    );
+    let permission = match apply(judgement, ctx) {
+        Permission::Ask(mut request) => {
+            request.detail = tool.ask_detail(args, ctx).await?;
+            Permission::Ask(request)
         }
-    }
+        other => other,
+    };
     resolve(permission, ctx).await
+}
+
+/// Applies what the policy decided to the call: who decided (when it did), and the paths
+/// outside the roots it allowed, which this call may now open. The verdict is left to
+/// [`resolve`].
+pub(super) fn apply(judgement: Judgement, ctx: &ToolContext) -> Permission {
+    let Judgement {
+        permission,
+        by,
+        outside,
+    } = judgement;
+    if let Some(by) = by {
+        ctx.record_decision(matches!(permission, Permission::Allow), by);
+    }
+    for path in outside {
+        ctx.approve_path(&path);
+    }
+    permission
 }
 
 /// Turns a verdict into go / no-go, asking the user for an `Ask`.

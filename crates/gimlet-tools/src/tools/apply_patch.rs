@@ -15,7 +15,7 @@ use crate::fs::{
     create_parents, load,
 };
 use crate::patch::{FileOp, Patch, apply_hunks, parse};
-use crate::permission::{Access, Permission};
+use crate::permission::Access;
 use crate::text::{Document, MatchLevel, in_style_of, render_diff};
 use crate::tool::{JsonObject, Tool, ToolFlags, ToolOutput};
 
@@ -93,18 +93,11 @@ impl Tool for ApplyPatchTool {
         Ok(accesses)
     }
 
-    async fn permission(
+    async fn ask_detail(
         &self,
         args: &ApplyPatchArgs,
         ctx: &ToolContext,
-    ) -> Result<Permission, ToolError> {
-        let accesses = self.accesses(args, ctx).await?;
-        let permission = ctx
-            .policy()
-            .judge(Self::NAME, ToolFlags::MUTATING, &accesses, ctx);
-        let Permission::Ask(mut request) = permission else {
-            return Ok(permission);
-        };
+    ) -> Result<Option<String>, ToolError> {
         let patch = parse_patch(&args.patch)?;
         let plan = ctx.blocking(move |ctx| plan(&ctx, &patch)).await?;
         for change in &plan {
@@ -115,8 +108,7 @@ impl Tool for ApplyPatchTool {
             let _ = writeln!(diffs, "{} {}", change.letter(), change.label());
             diffs.push_str(&change.diff().0);
         }
-        request.detail = Some(preview_text(&diffs));
-        Ok(Permission::Ask(request))
+        Ok(Some(preview_text(&diffs)))
     }
 
     async fn execute(

@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::fs::{Journal, Loaded, check_fresh, commit, create_parents, load};
-use crate::permission::{Access, Permission};
+use crate::permission::Access;
 use crate::text::{Document, EditSpec, MatchError, MatchLevel, apply_edits, render_diff};
 use crate::tool::{JsonObject, Tool, ToolFlags, ToolOutput};
 
@@ -67,22 +67,13 @@ impl Tool for EditTool {
         Ok(vec![ctx.path_access(&args.path, AccessKind::Write).await?])
     }
 
-    async fn permission(
+    async fn ask_detail(
         &self,
         args: &EditArgs,
         ctx: &ToolContext,
-    ) -> Result<Permission, ToolError> {
-        let accesses = self.accesses(args, ctx).await?;
+    ) -> Result<Option<String>, ToolError> {
         let edits = vec![OwnedEdit::from(args)];
-        judge_with_preview(
-            ctx,
-            Self::NAME,
-            &accesses,
-            &args.path,
-            edits,
-            args.expected_hash.clone(),
-        )
-        .await
+        edit_preview(ctx, &args.path, edits, args.expected_hash.clone()).await
     }
 
     async fn execute(&self, args: EditArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -290,20 +281,14 @@ pub(crate) fn report(
         }))
 }
 
-/// Judges the accesses; when the policy asks, shows the user the diff the change would make
-/// and binds the approval to the file as it was shown.
-pub(crate) async fn judge_with_preview(
+/// For a question about an edit: the diff the change would make; the approval is bound to the
+/// file as it was shown.
+pub(crate) async fn edit_preview(
     ctx: &ToolContext,
-    tool: &'static str,
-    accesses: &[Access],
     path: &str,
     edits: Vec<OwnedEdit>,
     expected_hash: Option<String>,
-) -> Result<Permission, ToolError> {
-    let permission = ctx.policy().judge(tool, ToolFlags::MUTATING, accesses, ctx);
-    let Permission::Ask(mut request) = permission else {
-        return Ok(permission);
-    };
+) -> Result<Option<String>, ToolError> {
     let path = path.to_owned();
     let (detail, bound) = ctx
         .blocking(move |ctx| {
@@ -320,8 +305,7 @@ pub(crate) async fn judge_with_preview(
         })
         .await?;
     ctx.bind_preview(&bound.0, bound.1);
-    request.detail = Some(detail);
-    Ok(Permission::Ask(request))
+    Ok(Some(detail))
 }
 
 /// A diff for a question: at most 60 lines.

@@ -5,10 +5,10 @@ use std::borrow::Cow;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::edit::{OwnedEdit, change_schema, edit_file, judge_with_preview};
+use super::edit::{OwnedEdit, change_schema, edit_file, edit_preview};
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
-use crate::permission::{Access, Permission};
+use crate::permission::Access;
 use crate::tool::{JsonObject, Tool, ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("multi_edit.md");
@@ -111,21 +111,12 @@ impl Tool for MultiEditTool {
         Ok(vec![ctx.path_access(&args.path, AccessKind::Write).await?])
     }
 
-    async fn permission(
+    async fn ask_detail(
         &self,
         args: &MultiEditArgs,
         ctx: &ToolContext,
-    ) -> Result<Permission, ToolError> {
-        let accesses = self.accesses(args, ctx).await?;
-        judge_with_preview(
-            ctx,
-            Self::NAME,
-            &accesses,
-            &args.path,
-            args.owned(),
-            args.expected_hash.clone(),
-        )
-        .await
+    ) -> Result<Option<String>, ToolError> {
+        edit_preview(ctx, &args.path, args.owned(), args.expected_hash.clone()).await
     }
 
     async fn execute(

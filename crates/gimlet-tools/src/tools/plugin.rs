@@ -16,7 +16,7 @@ use crate::ask::BoxFuture;
 use crate::config::PluginConfig;
 use crate::context::{SandboxStatus, ToolContext, ToolEnv};
 use crate::error::ToolError;
-use crate::permission::{Access, Permission};
+use crate::permission::Access;
 use crate::process::Ending;
 use crate::registry::{DynTool, ErasedArgs};
 use crate::sandbox::{SandboxDenied, denial};
@@ -211,20 +211,19 @@ impl DynTool for CommandTool {
         Box::pin(async move { Ok(args) })
     }
 
-    fn permission<'a>(
+    fn accesses<'a>(
         &'a self,
         _args: &'a ErasedArgs,
         ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Permission, ToolError>> {
+    ) -> BoxFuture<'a, Result<Vec<Access>, ToolError>> {
         Box::pin(async move {
             // A read-only tool touches nothing; any other runs its command, judged as `bash`
             // judges one (strict mode asks, rules on the tool or its commands apply).
-            let accesses = if self.flags.read_only {
+            Ok(if self.flags.read_only {
                 Vec::new()
             } else {
                 vec![Access::command(&self.command, self.sandboxed(ctx.env()))]
-            };
-            Ok(ctx.policy().judge(&self.name, self.flags, &accesses, ctx))
+            })
         })
     }
 

@@ -10,7 +10,7 @@ use super::edit::{change_schema, preview_text};
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::fs::{Journal, Loaded, check_fresh, commit, create_parents, load};
-use crate::permission::{Access, Permission};
+use crate::permission::Access;
 use crate::text::{Document, in_style_of, render_diff};
 use crate::tool::{JsonObject, Tool, ToolFlags, ToolOutput};
 
@@ -60,18 +60,11 @@ impl Tool for WriteTool {
         Ok(vec![ctx.path_access(&args.path, AccessKind::Write).await?])
     }
 
-    async fn permission(
+    async fn ask_detail(
         &self,
         args: &WriteArgs,
         ctx: &ToolContext,
-    ) -> Result<Permission, ToolError> {
-        let accesses = self.accesses(args, ctx).await?;
-        let permission = ctx
-            .policy()
-            .judge(Self::NAME, ToolFlags::MUTATING, &accesses, ctx);
-        let Permission::Ask(mut request) = permission else {
-            return Ok(permission);
-        };
+    ) -> Result<Option<String>, ToolError> {
         let args = args.clone();
         let (detail, path, hash) = ctx
             .blocking(move |ctx| {
@@ -87,8 +80,7 @@ impl Tool for WriteTool {
             })
             .await?;
         ctx.bind_preview(&path, hash);
-        request.detail = Some(detail);
-        Ok(Permission::Ask(request))
+        Ok(Some(detail))
     }
 
     async fn execute(&self, args: WriteArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
