@@ -19,7 +19,7 @@ use crate::fs::{
 };
 use crate::lsp::{Changed, LanguageServers};
 use crate::permission::{Access, Grants, PathAccess, Policy};
-use crate::pipeline::Hook;
+use crate::hook::Hook;
 use crate::sandbox::{Exec, SandboxSetting};
 use crate::spill::SpillStore;
 use crate::tool::OutputLimits;
@@ -815,7 +815,7 @@ impl ToolContext {
         F: FnOnce(ToolContext) -> Result<T, ToolError> + Send + 'static,
     {
         let ctx = self.clone();
-        if crate::pipeline::on_worker() {
+        if on_worker() {
             return work(ctx);
         }
         tokio::task::spawn_blocking(move || work(ctx)).await?
@@ -836,7 +836,7 @@ impl ToolContext {
         T: Send + 'static,
         F: Fn(&ToolContext) -> Result<T, ToolError> + Send + 'static,
     {
-        if !crate::pipeline::on_worker()
+        if !on_worker()
             && let Ok(done) = crate::fs::nowait::attempt(|| work(self))
         {
             return Ok(done);
@@ -928,4 +928,20 @@ impl ToolContextBuilder {
             }),
         }
     }
+}
+
+thread_local! {
+    /// Set while a call runs on a worker thread of the blocking pool.
+    static ON_WORKER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the current thread is a call worker ([`crate::pipeline::run_on_worker`]): there,
+/// [`ToolContext::blocking`] runs its work in place.
+pub(crate) fn on_worker() -> bool {
+    ON_WORKER.with(std::cell::Cell::get)
+}
+
+/// Marks the current thread as a call worker, or no longer one.
+pub(crate) fn set_on_worker(on: bool) {
+    ON_WORKER.with(|flag| flag.set(on));
 }

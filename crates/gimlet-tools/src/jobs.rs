@@ -122,7 +122,7 @@ impl Jobs {
                 dropped: 0,
                 log: Some(
                     OutputBuffer::new(spill, 256 * 1024)
-                        .with_max_spill(crate::tools::MAX_LOG_BYTES),
+                        .with_max_spill(crate::output::MAX_LOG_BYTES),
                 ),
                 finished_log: None,
                 status: JobStatus::Running,

@@ -30,6 +30,7 @@
 //! - [`lsp`]: language servers: diagnostics after changes, the `lsp` tool's queries;
 //! - [`tools`]: the built-in tools.
 
+mod args;
 pub mod ask;
 pub mod audit;
 pub mod command_hook;
@@ -37,6 +38,7 @@ pub mod config;
 pub mod context;
 mod error;
 mod external;
+mod hook;
 pub mod fs;
 mod jobs;
 pub mod lsp;

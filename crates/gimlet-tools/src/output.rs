@@ -52,6 +52,9 @@ fn count_lines(text: &str) -> usize {
     newlines + usize::from(!text.is_empty() && !text.ends_with('\n'))
 }
 
+/// The saved log of one command stops growing here (a flood must not fill the disk).
+pub(crate) const MAX_LOG_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Builds a [`LongText`] in bounded memory.
 pub struct OutputBuffer {
     store: SpillStore,

@@ -150,7 +150,7 @@ impl<T: Tool> DynTool for T {
     }
 
     fn parse(&self, args: Value) -> Result<ErasedArgs, ToolError> {
-        crate::pipeline::parse_args::<T::Args>(T::NAME, args)
+        crate::args::parse_args::<T::Args>(T::NAME, args)
             .map(ErasedArgs::new)
             .map_err(|message| ToolError::InvalidArguments {
                 tool: T::NAME.to_owned(),

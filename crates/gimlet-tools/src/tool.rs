@@ -115,6 +115,47 @@ impl Default for OutputLimits {
     }
 }
 
+/// Which limit cut an output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CutBy {
+    /// The line limit.
+    Lines,
+    /// The byte limit.
+    Bytes,
+    /// Neither: only part of a large output was kept in memory (the rest is in its spill file).
+    Memory,
+}
+
+/// What [`crate::pipeline::truncate_text`] removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut {
+    /// Lines in the full text.
+    pub total_lines: usize,
+    /// Bytes in the full text.
+    pub total_bytes: usize,
+    /// Lines kept at the start (the last may be partial, see `partial_line`).
+    pub head_lines: usize,
+    /// Lines kept at the end.
+    pub tail_lines: usize,
+    /// Bytes kept (head and tail).
+    pub kept_bytes: usize,
+    /// The last head line was cut inside the line.
+    pub partial_line: bool,
+    /// The limit that cut.
+    pub by: CutBy,
+}
+
+/// What the truncation stage did to an output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Truncation {
+    /// Which part was kept.
+    pub mode: TruncationMode,
+    /// What was cut.
+    pub cut: Cut,
+    /// Where the full output is, if it could be saved.
+    pub spill: Option<crate::spill::SpillFile>,
+}
+
 /// One block of a tool's output.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Content {
@@ -172,7 +213,7 @@ pub struct ToolOutput {
     /// `offset` continues.
     pub page: Option<FilePage>,
     /// Set by the truncation stage when it cut anything.
-    pub truncated: Option<crate::pipeline::Truncation>,
+    pub truncated: Option<Truncation>,
 }
 
 impl ToolOutput {

@@ -220,7 +220,7 @@ pub(crate) fn render(
             let _ = write!(
                 text,
                 " ({} fixed by this change)",
-                crate::tools::counted(fixed, what.0, what.1)
+                crate::text::counted(fixed, what.0, what.1)
             );
         }
         text.push('.');
@@ -229,7 +229,7 @@ pub(crate) fn render(
     let new = shown.iter().filter(|s| !s.pre_existing).count();
     let mut text = format!(
         "{server} reports {} in {display}",
-        crate::tools::counted(shown.len(), what.0, what.1)
+        crate::text::counted(shown.len(), what.0, what.1)
     );
     let fixed = if fixed > 0 {
         format!(" (this change fixed {fixed})")

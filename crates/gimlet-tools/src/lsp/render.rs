@@ -230,7 +230,7 @@ pub(crate) fn render_places(
         let _ = write!(
             text,
             "({} in all; showing {}-{}",
-            crate::tools::counted(total, noun.0, noun.1),
+            crate::text::counted(total, noun.0, noun.1),
             (offset + 1).min(total),
             shown_end
         );

@@ -2,7 +2,7 @@
 //!
 //! [`run`] takes every call through the same stages, in this order:
 //!
-//! 1. **parse** (`validate.rs`): JSON arguments -> the tool's typed arguments. A schema error
+//! 1. **parse** ([`crate::args`]): JSON arguments -> the tool's typed arguments. A schema error
 //!    names the field, what was expected and what was given.
 //! 2. **validate**: the tool's semantic checks ([`crate::Tool::validate`]); may correct input.
 //! 3. **permission** (`permission.rs`): the tool's accesses judged by the policy; an `Ask` goes
@@ -32,7 +32,6 @@ mod hooks;
 mod permission;
 mod record;
 mod truncate;
-mod validate;
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -47,9 +46,9 @@ use crate::error::ToolError;
 use crate::registry::{DynTool, ErasedArgs, ToolRegistry};
 use crate::tool::{InterruptBehavior, ToolOutput};
 
-pub use hooks::{AfterHook, BeforeHook, Hook, HookCall};
-pub use truncate::{Cut, CutBy, Truncation, truncate_text};
-pub(crate) use validate::parse_args;
+pub use crate::hook::{AfterHook, BeforeHook, Hook, HookCall};
+pub use crate::tool::{Cut, CutBy, Truncation};
+pub use truncate::truncate_text;
 
 /// A call that could not be routed to a tool: a protocol fault, not a tool error.
 #[derive(Debug, thiserror::Error)]
@@ -115,16 +114,6 @@ pub async fn run(
     Ok(CallReport { result, duration })
 }
 
-thread_local! {
-    /// Set while a call runs on a worker thread of the blocking pool.
-    static ON_WORKER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether the current thread is a call worker (see [`run_on_worker`]).
-pub(crate) fn on_worker() -> bool {
-    ON_WORKER.with(std::cell::Cell::get)
-}
-
 /// Like [`run`], but the whole call runs on one thread of the blocking pool, driven there with
 /// `Handle::block_on`. The call's file work ([`ToolContext::blocking`]) then runs in place: one
 /// thread hand-off per call instead of one per blocking step, and never blocking work on the
@@ -147,9 +136,9 @@ pub async fn run_on_worker(
     let span = tracing::Span::current();
     let worker = tokio::task::spawn_blocking(move || {
         let _span = span.enter();
-        ON_WORKER.with(|flag| flag.set(true));
+        crate::context::set_on_worker(true);
         let report = handle.block_on(run(&registry, &name, input, &ctx));
-        ON_WORKER.with(|flag| flag.set(false));
+        crate::context::set_on_worker(false);
         report
     });
     match worker.await {
@@ -189,7 +178,7 @@ async fn run_stages(
         // here on: hooks see what the tool runs with.
         Err(err @ ToolError::InvalidArguments { .. }) => {
             let schema = Value::Object(tool.input_schema());
-            let Some(converted) = validate::coerced(&input, &schema) else {
+            let Some(converted) = crate::args::coerced(&input, &schema) else {
                 return Err(err);
             };
             input = converted;

@@ -8,53 +8,14 @@
 
 use crate::output::LongText;
 use crate::spill::{SpillFile, SpillStore};
-use crate::tool::{Content, FilePage, OutputLimits, ToolOutput, TruncationMode};
+use crate::tool::{
+    Content, Cut, CutBy, FilePage, OutputLimits, ToolOutput, Truncation, TruncationMode,
+};
 
 /// Lines kept free for the notice (a blank line and the notice) and the middle marker.
 const NOTICE_LINES: usize = 4;
 /// Bytes kept free for the notice and the middle marker.
 const NOTICE_BYTES: usize = 640;
-
-/// Which limit cut an output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CutBy {
-    /// The line limit.
-    Lines,
-    /// The byte limit.
-    Bytes,
-    /// Neither: only part of a large output was kept in memory (the rest is in its spill file).
-    Memory,
-}
-
-/// What [`truncate_text`] removed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cut {
-    /// Lines in the full text.
-    pub total_lines: usize,
-    /// Bytes in the full text.
-    pub total_bytes: usize,
-    /// Lines kept at the start (the last may be partial, see `partial_line`).
-    pub head_lines: usize,
-    /// Lines kept at the end.
-    pub tail_lines: usize,
-    /// Bytes kept (head and tail).
-    pub kept_bytes: usize,
-    /// The last head line was cut inside the line.
-    pub partial_line: bool,
-    /// The limit that cut.
-    pub by: CutBy,
-}
-
-/// What the truncation stage did to an output.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Truncation {
-    /// Which part was kept.
-    pub mode: TruncationMode,
-    /// What was cut.
-    pub cut: Cut,
-    /// Where the full output is, if it could be saved.
-    pub spill: Option<SpillFile>,
-}
 
 /// Keeps what fits. Returns the kept text (with a marker in the middle for head+tail) and the
 /// cut, or the text unchanged and `None` when it fits.

@@ -255,3 +255,18 @@ pub fn normalize_input(text: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 #[path = "text_tests.rs"]
 mod tests;
+
+/// `n` and its noun, in the singular for one: `counted(1, "line", "lines")` is "1 line".
+pub(crate) fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod counted_tests {
+    #[test]
+    fn one_is_singular_and_everything_else_plural() {
+        assert_eq!(super::counted(1, "line", "lines"), "1 line");
+        assert_eq!(super::counted(0, "line", "lines"), "0 lines");
+        assert_eq!(super::counted(2, "entry", "entries"), "2 entries");
+    }
+}

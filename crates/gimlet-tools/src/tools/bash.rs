@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::output::MAX_LOG_BYTES;
 use crate::context::{ProgressUpdate, SandboxStatus, ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::fs::PathError;
@@ -41,8 +42,6 @@ const KEEP_BYTES: usize = 512 * 1024;
 /// How often a running command reports progress (elapsed time and its last line), output or
 /// not: at least once a second.
 const HEARTBEAT: Duration = Duration::from_millis(900);
-/// The saved log of one command stops growing here (a flood must not fill the disk).
-pub(crate) const MAX_LOG_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Arguments of `bash`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

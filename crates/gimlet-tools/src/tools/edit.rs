@@ -252,12 +252,12 @@ pub(crate) fn report(
     let summary = if created {
         format!(
             "Created `{display}` ({}). Hash {hash_text}.",
-            super::counted(after.normalized().lines().count(), "line", "lines")
+            crate::text::counted(after.normalized().lines().count(), "line", "lines")
         )
     } else {
         format!(
             "Edited `{display}`: {} ({}). +{} -{} lines. New hash {hash_text}.",
-            super::counted(planned.replacements, "replacement", "replacements"),
+            crate::text::counted(planned.replacements, "replacement", "replacements"),
             distinct.join("; "),
             stats.added,
             stats.removed

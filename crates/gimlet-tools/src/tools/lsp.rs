@@ -366,7 +366,7 @@ async fn at_position(
                     "Renaming to `{}` would make {}. Nothing was changed: apply them with \
                      `edit`, `multi_edit` or `apply_patch`.\n{edits}",
                     args.new_name.as_deref().unwrap_or_default(),
-                    crate::tools::counted(count, "edit", "edits")
+                    crate::text::counted(count, "edit", "edits")
                 )
             };
             Ok(ToolOutput::text(text))
@@ -541,7 +541,7 @@ fn file_diagnostics(
     ToolOutput::text(format!(
         "{} reports {} in {display}:\n{}",
         client.name,
-        crate::tools::counted(lines.len(), "problem", "problems"),
+        crate::text::counted(lines.len(), "problem", "problems"),
         lines.join("\n")
     ))
 }
@@ -617,7 +617,7 @@ async fn all_diagnostics(ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
                 }
                 out.push_str(&format!(
                     "{server}: {}\n{}\n",
-                    crate::tools::counted(lines.len(), "problem", "problems"),
+                    crate::text::counted(lines.len(), "problem", "problems"),
                     lines.join("\n")
                 ));
             }

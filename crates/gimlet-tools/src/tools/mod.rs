@@ -22,7 +22,6 @@ mod write;
 
 pub use apply_patch::{ApplyPatchArgs, ApplyPatchTool};
 pub use ask_user::{AskUserArgs, AskUserTool};
-pub(crate) use bash::MAX_LOG_BYTES;
 pub use bash::{BashArgs, BashTool};
 pub use bash_kill::{BashKillArgs, BashKillTool};
 pub use bash_output::{BashOutputArgs, BashOutputTool};
@@ -66,19 +65,4 @@ pub(crate) fn register_builtins(registry: &mut ToolRegistry) {
     registry.register(AskUserTool, ToolSource::Builtin);
     registry.register(TodoWriteTool, ToolSource::Builtin);
     registry.register(TodoReadTool, ToolSource::Builtin);
-}
-
-/// `n` and its noun, in the singular for one: `counted(1, "line", "lines")` is "1 line".
-pub(crate) fn counted(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
-#[cfg(test)]
-mod counted_tests {
-    #[test]
-    fn one_is_singular_and_everything_else_plural() {
-        assert_eq!(super::counted(1, "line", "lines"), "1 line");
-        assert_eq!(super::counted(0, "line", "lines"), "0 lines");
-        assert_eq!(super::counted(2, "entry", "entries"), "2 entries");
-    }
 }

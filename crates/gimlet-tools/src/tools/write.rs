@@ -120,8 +120,8 @@ impl Tool for WriteTool {
             let bytes = after_doc.original().len();
             let size = format!(
                 "{}, {}",
-                super::counted(lines, "line", "lines"),
-                super::counted(bytes, "byte", "bytes")
+                crate::text::counted(lines, "line", "lines"),
+                crate::text::counted(bytes, "byte", "bytes")
             );
             let text = if created {
                 format!("Created `{display}` ({size}). Hash {hash}.")

@@ -1,4 +1,5 @@
-//! Stage 1: JSON arguments -> typed arguments, with errors that name the field.
+//! Arguments: JSON -> a tool's typed arguments, with errors that name the field, and the
+//! coercion of commonly mistyped values (stage 1 of the pipeline; the registry parses with it).
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
