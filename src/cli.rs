@@ -12,8 +12,8 @@ use gimlet_tools::audit::AuditLog;
 use gimlet_tools::command_hook::CommandHook;
 use gimlet_tools::config::{ConfigFile, PROJECT_FILE};
 use gimlet_tools::pipeline::{self, CallError};
+use gimlet_tools::plugin::CommandTool;
 use gimlet_tools::sandbox::SandboxSetting;
-use gimlet_tools::tools::CommandTool;
 use gimlet_tools::{
     Approval, AskRequest, Content, DenyAsker, Mode, ToolContext, ToolEnv, ToolRegistry, ToolSource,
 };

@@ -17,9 +17,9 @@ use crate::error::ToolError;
 use crate::fs::{
     ContentHash, FileStates, PathError, PathLocks, ResolvedPath, Root, RootSet, implicit_root_here,
 };
+use crate::hook::Hook;
 use crate::lsp::{Changed, LanguageServers};
 use crate::permission::{Access, Grants, PathAccess, Policy};
-use crate::hook::Hook;
 use crate::sandbox::{Exec, SandboxSetting};
 use crate::spill::SpillStore;
 use crate::tool::OutputLimits;

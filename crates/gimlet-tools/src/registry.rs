@@ -16,6 +16,7 @@ use crate::error::ToolError;
 use crate::permission::Access;
 use crate::schema::input_schema;
 use crate::tool::{JsonObject, OutputLimits, Tool, ToolFlags, ToolOutput};
+use crate::tools;
 
 /// Parsed arguments of some tool, behind a type-erased box.
 pub struct ErasedArgs(Box<dyn Any + Send + Sync>);
@@ -263,7 +264,7 @@ impl ToolRegistry {
     /// A registry with every built-in tool.
     pub fn builtin() -> Self {
         let mut registry = Self::new();
-        crate::tools::register_builtins(&mut registry);
+        register_builtins(&mut registry);
         registry
     }
 
@@ -356,4 +357,27 @@ impl ToolRegistry {
         }
         specs
     }
+}
+
+/// Registers every built-in tool, in the order `tools/list` shows them.
+fn register_builtins(registry: &mut ToolRegistry) {
+    registry.register(tools::ReadTool, ToolSource::Builtin);
+    registry.register(tools::WriteTool, ToolSource::Builtin);
+    registry.register(tools::EditTool, ToolSource::Builtin);
+    registry.register(tools::MultiEditTool, ToolSource::Builtin);
+    registry.register(tools::ApplyPatchTool, ToolSource::Builtin);
+    registry.register(tools::NotebookEditTool, ToolSource::Builtin);
+    registry.register(tools::UndoTool, ToolSource::Builtin);
+    registry.register(tools::GrepTool, ToolSource::Builtin);
+    registry.register(tools::GlobTool, ToolSource::Builtin);
+    registry.register(tools::LsTool, ToolSource::Builtin);
+    registry.register(tools::LspTool, ToolSource::Builtin);
+    registry.register(tools::BashTool::default(), ToolSource::Builtin);
+    registry.register(tools::BashOutputTool, ToolSource::Builtin);
+    registry.register(tools::BashKillTool, ToolSource::Builtin);
+    registry.register(tools::WebFetchTool::default(), ToolSource::Builtin);
+    registry.register(tools::WebSearchTool::default(), ToolSource::Builtin);
+    registry.register(tools::AskUserTool, ToolSource::Builtin);
+    registry.register(tools::TodoWriteTool, ToolSource::Builtin);
+    registry.register(tools::TodoReadTool, ToolSource::Builtin);
 }

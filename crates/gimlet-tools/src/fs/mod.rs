@@ -2,7 +2,6 @@
 //! locks, and the undo journal.
 
 mod atomic_write;
-mod change;
 mod file_state;
 mod journal;
 mod locks;
@@ -12,10 +11,6 @@ mod paths;
 pub use atomic_write::{
     Expected, FileId, Ownership, WriteError, create_parents, remove_checked, remove_file,
     write_atomic, write_checked,
-};
-pub use change::{
-    Loaded, MAX_EDIT_BYTES, NewFile, check_fresh, check_not_stale, commit, commit_files,
-    commit_many, load, pending_dir,
 };
 pub use file_state::{ContentHash, FileStamp, FileStates, Hasher};
 pub use journal::{CommitError, Journal, JournalEntry, Step, commit_all, recover_pending};

@@ -27,6 +27,7 @@
 //! the server down. Tools never truncate, ask or log their results themselves, and never
 //! call the permission stage.
 
+mod diagnostics;
 mod escalate;
 mod hooks;
 mod permission;
@@ -213,7 +214,7 @@ async fn run_stages(
     let output = if changes.is_empty() {
         output
     } else {
-        crate::lsp::after_change(ctx, changes, output).await
+        diagnostics::after_change(ctx, changes, output).await
     };
     let call = HookCall {
         tool: tool.name(),

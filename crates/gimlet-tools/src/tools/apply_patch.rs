@@ -7,13 +7,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::edit::preview_text;
+use crate::change::edit::preview_text;
+use crate::change::{Loaded, check_fresh, check_not_stale, commit_many, load};
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
-use crate::fs::{
-    Journal, Loaded, PathError, ResolvedPath, check_fresh, check_not_stale, commit_many,
-    create_parents, load,
-};
+use crate::fs::{Journal, PathError, ResolvedPath, create_parents};
 use crate::patch::{FileOp, Patch, apply_hunks, parse};
 use crate::permission::Access;
 use crate::text::{Document, MatchLevel, in_style_of, render_diff};

@@ -2,46 +2,28 @@
 //! runs sandboxed.
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::output::MAX_LOG_BYTES;
-use crate::context::{ProgressUpdate, SandboxStatus, ToolContext, ToolEnv};
+use crate::context::{SandboxStatus, ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::fs::PathError;
 use crate::jobs::Jobs;
-use crate::output::OutputBuffer;
 use crate::permission::Access;
-use crate::process::{Ending, Event, Place, command_env, shell, spawn};
-use crate::sandbox::pool::Sandboxes;
-use crate::sandbox::protected::{Scan, ScanCache};
-use crate::sandbox::tmp::SessionTmp;
-use crate::sandbox::{
-    HelperPlan, OutsideGrants, SANDBOX_FAILED, SandboxDenied, SandboxPlan, SandboxSetting, denial,
-    sockets_to_hide,
-};
+use crate::process::{command_env, spawn};
+use crate::run::{CommandRun, place, plan, run_foreground, session_tmp};
+use crate::sandbox::{OutsideGrants, SandboxDenied, SandboxSetting};
 use crate::tool::{
-    Content, InterruptBehavior, JsonObject, OutputLimits, Tool, ToolFlags, ToolOutput,
-    TruncationMode,
+    InterruptBehavior, JsonObject, OutputLimits, Tool, ToolFlags, ToolOutput, TruncationMode,
 };
 
 const DESCRIPTION: &str = include_str!("bash.md");
 
-/// Timeout when none is given.
-pub(crate) const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 /// The longest timeout allowed.
 pub(crate) const MAX_TIMEOUT_MS: u64 = 600_000;
-/// Output kept in memory at each end; the rest goes to the spill file.
-const KEEP_BYTES: usize = 512 * 1024;
-/// How often a running command reports progress (elapsed time and its last line), output or
-/// not: at least once a second.
-const HEARTBEAT: Duration = Duration::from_millis(900);
 
 /// Arguments of `bash`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -220,7 +202,7 @@ impl Tool for BashTool {
         if args.run_in_background.unwrap_or(false) {
             return start_background(&args, ctx, sandboxed).await;
         }
-        let mut first = run_foreground(&args, ctx, sandboxed).await?;
+        let mut first = run_foreground(&CommandRun::from(&args), ctx, sandboxed).await?;
         first.notes.extend(note);
         let Some(cause) = first.blocked_by_sandbox() else {
             return Ok(first.into_output());
@@ -235,309 +217,24 @@ impl Tool for BashTool {
             last_lines,
             output: first.into_output(),
             rerun: Box::new(move |ctx| {
-                Box::pin(async move { Ok(run_foreground(&args, ctx, false).await?.into_output()) })
+                Box::pin(async move {
+                    Ok(run_foreground(&CommandRun::from(&args), ctx, false)
+                        .await?
+                        .into_output())
+                })
             }),
         })))
     }
 }
 
-/// A finished foreground run.
-pub(super) struct Finished {
-    command: String,
-    pub(super) output: crate::output::LongText,
-    pub(super) ending: Ending,
-    duration: Duration,
-    sandboxed: bool,
-    timeout: Duration,
-    notes: Vec<String>,
-}
-
-impl Finished {
-    /// Why the sandbox probably stopped it, if it did.
-    pub(super) fn blocked_by_sandbox(&self) -> Option<&'static str> {
-        let Ending::Exited(code) = self.ending else {
-            return None;
-        };
-        if !self.sandboxed {
-            return None;
-        }
-        denial(code, &format!("{}{}", self.output.head, self.output.tail))
-    }
-
-    pub(super) fn last_lines(&self, n: usize) -> String {
-        let text = if self.output.tail.is_empty() {
-            &self.output.head
-        } else {
-            &self.output.tail
-        };
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(n)..].join("\n")
-    }
-
-    fn into_output(self) -> ToolOutput {
-        let seconds = self.duration.as_secs_f64();
-        let where_ = if self.sandboxed {
-            "sandboxed"
-        } else {
-            "not sandboxed"
-        };
-        let (status, exit_code, timed_out) = match self.ending {
-            Ending::Exited(0) => (
-                format!("exit code 0 · {seconds:.1} s · {where_}"),
-                Some(0),
-                false,
-            ),
-            Ending::Exited(code) if code > 128 && code < 128 + 65 => (
-                format!(
-                    "exit code {code} (ended by signal {}) · {seconds:.1} s · {where_}",
-                    code - 128
-                ),
-                Some(code),
-                false,
-            ),
-            Ending::Exited(code) => (
-                format!("exit code {code} (the command failed) · {seconds:.1} s · {where_}"),
-                Some(code),
-                false,
-            ),
-            Ending::TimedOut | Ending::Cancelled => (
-                format!(
-                    "timed out after {:.1} s and was stopped, with everything it started · {where_}; \
-                     raise `timeout_ms` or use `run_in_background`",
-                    self.timeout.as_secs_f64()
-                ),
-                None,
-                true,
-            ),
-        };
-        let mut footer = format!("[{status}]");
-        if self.output.spill.is_some() && self.output.saved < self.output.total_bytes {
-            let _ = write!(
-                footer,
-                "\n[The command printed {} bytes; the saved log holds the first {} MiB.]",
-                self.output.total_bytes,
-                MAX_LOG_BYTES / (1024 * 1024)
-            );
-        }
-        for note in &self.notes {
-            let _ = write!(footer, "\n[{note}]");
-        }
-        let bytes = self.output.total_bytes;
-        let mut content = Vec::with_capacity(2);
-        if bytes > 0 {
-            content.push(Content::Long(self.output));
-        } else {
-            footer.insert_str(0, "(no output)\n");
-        }
-        content.push(Content::Text(footer));
-        ToolOutput {
-            title: Some(self.command.clone()),
-            content,
-            structured: Some(json!({
-                "exit_code": exit_code,
-                "timed_out": timed_out,
-                "duration_ms": u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX),
-                "sandboxed": self.sandboxed,
-                "background": false,
-                "job_id": Value::Null,
-                "output_bytes": bytes,
-            })),
-            is_error: timed_out,
-            ..ToolOutput::default()
+impl From<&BashArgs> for CommandRun {
+    fn from(args: &BashArgs) -> Self {
+        Self {
+            command: args.command.clone(),
+            workdir: args.workdir.clone(),
+            timeout_ms: args.timeout_ms,
         }
     }
-}
-
-/// The helper plan of one call, and for a sandboxed one what it protects (to undo what the
-/// command planted, after it). Blocking.
-fn plan(
-    args: &BashArgs,
-    ctx: &ToolContext,
-    sandboxed: bool,
-) -> Result<(HelperPlan, Option<Scan>), ToolError> {
-    let workdir = match &args.workdir {
-        Some(dir) => ctx.resolve(dir)?.path,
-        None => ctx
-            .roots()
-            .first()
-            .map(|r| r.path().to_owned())
-            .ok_or(PathError::NoRoots)?,
-    };
-    let settings = &ctx.env().settings().bash;
-    let mut protected = None;
-    let sandbox = if sandboxed {
-        let roots: Vec<PathBuf> = ctx
-            .roots()
-            .roots()
-            .iter()
-            .map(|r| r.path().to_owned())
-            .collect();
-        let scan = ctx
-            .session()
-            .state::<ScanCache>()
-            .get(ctx.policy().protected(), &roots);
-        let mut writable = roots;
-        writable.push(session_tmp(ctx)?);
-        let support = ctx.env().exec().support();
-        let unix_sockets = ctx.env().exec().unix_sockets().to_vec();
-        // Below Landlock ABI 9 the sockets that listen now are hidden; a new one makes a new
-        // sandbox (the plan differs).
-        let hidden_sockets = if support.mounts && !support.unix_socket_rules() {
-            sockets_to_hide(&writable, &unix_sockets)
-        } else {
-            Vec::new()
-        };
-        let plan = SandboxPlan {
-            writable,
-            read_only: scan.read_only.clone(),
-            pinned: scan.pinned.clone(),
-            network: settings.network,
-            unix_sockets,
-            hidden_sockets,
-            support,
-        };
-        protected = Some(scan);
-        Some(plan)
-    } else {
-        None
-    };
-    let plan = HelperPlan {
-        shell: shell(settings),
-        command: args.command.clone(),
-        workdir,
-        sandbox,
-        stdio: false,
-    };
-    Ok((plan, protected))
-}
-
-/// Where a command of this plan runs: in one of the session's sandboxes, which stay from
-/// command to command, where the kernel gives them a PID namespace of their own; else in a
-/// helper of its own.
-fn place<'a>(plan: &'a HelperPlan, ctx: &ToolContext) -> Place<'a> {
-    match &plan.sandbox {
-        Some(sandbox) if sandbox.support.mounts && sandbox.support.pid_namespace => {
-            Place::Sandbox {
-                plan,
-                pool: ctx.session().state::<Sandboxes>(),
-            }
-        }
-        _ => Place::Helper(plan),
-    }
-}
-
-/// The session's private temp directory (0700, removed with the session; see
-/// [`crate::sandbox::tmp`]). Blocking.
-pub(super) fn session_tmp(ctx: &ToolContext) -> Result<PathBuf, ToolError> {
-    #[derive(Default)]
-    struct Tmp(OnceLock<Option<SessionTmp>>);
-    let tmp = ctx.session().state::<Tmp>();
-    tmp.0
-        .get_or_init(|| match SessionTmp::create() {
-            Ok(tmp) => Some(tmp),
-            Err(err) => {
-                tracing::warn!("cannot create the session's temp directory: {err}");
-                None
-            }
-        })
-        .as_ref()
-        .map(|dir| dir.path().to_owned())
-        .ok_or_else(|| ToolError::failed("cannot create the session's temp directory"))
-}
-
-pub(super) async fn run_foreground(
-    args: &BashArgs,
-    ctx: &ToolContext,
-    sandboxed: bool,
-) -> Result<Finished, ToolError> {
-    let helper = ctx
-        .env()
-        .exec()
-        .helper()
-        .map(std::path::Path::to_owned)
-        .ok_or_else(|| ToolError::failed("no command helper configured"))?;
-    let (plan, protected, env, mut notes) = {
-        let args = args.clone();
-        ctx.blocking(move |ctx| {
-            // What running background jobs planted goes first: the scan must not take it for
-            // the user's own.
-            let notes = ctx.session().state::<Jobs>().undo_planted();
-            let (plan, protected) = plan(&args, &ctx, sandboxed)?;
-            let tmp = if sandboxed {
-                Some(session_tmp(&ctx)?)
-            } else {
-                None
-            };
-            let env = command_env(&ctx.env().settings().bash, tmp.as_deref());
-            Ok((plan, protected, env, notes))
-        })
-        .await?
-    };
-    let timeout = Duration::from_millis(args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS));
-    let mut running = spawn(&helper, place(&plan, ctx), &env)
-        .await
-        .map_err(|e| ToolError::io(format!("starting `{}`", args.command), e))?;
-    let mut output = OutputBuffer::new(ctx.env().spill(), KEEP_BYTES).with_max_spill(MAX_LOG_BYTES);
-    let mut last_line = String::new();
-    let started = Instant::now();
-    let outcome = running
-        .run(
-            Some(Instant::now() + timeout),
-            ctx.cancellation(),
-            Some(HEARTBEAT),
-            |event| match event {
-                Event::Output(bytes) => {
-                    output.push_bytes(bytes);
-                    if let Some(line) = String::from_utf8_lossy(bytes)
-                        .lines()
-                        .rev()
-                        .find(|l| !l.trim().is_empty())
-                    {
-                        last_line = line.chars().take(200).collect();
-                    }
-                }
-                // A heartbeat, output or not: hosts that time out a call without progress
-                // (and HTTP sessions' idle timers) keep waiting, and the user sees it live.
-                Event::Tick => {
-                    let elapsed = started.elapsed();
-                    let message = if last_line.is_empty() {
-                        format!("running for {} s", elapsed.as_secs())
-                    } else {
-                        format!("running for {} s: {last_line}", elapsed.as_secs())
-                    };
-                    ctx.progress(ProgressUpdate {
-                        progress: Some(elapsed.as_secs_f64()),
-                        message: Some(message),
-                        ..ProgressUpdate::default()
-                    });
-                }
-            },
-        )
-        .await;
-    if outcome.ending == Ending::Cancelled {
-        return Err(ToolError::Cancelled);
-    }
-    if let Some(protected) = protected {
-        notes.extend(ctx.blocking(move |_| Ok(protected.undo_planted())).await?);
-    }
-    let output = output.finish();
-    if let Ending::Exited(code) = outcome.ending
-        && code == SANDBOX_FAILED
-        && output
-            .head
-            .starts_with("gimlet: the sandbox could not be enforced")
-    {
-        return Err(ToolError::failed(output.head.trim().to_owned()));
-    }
-    Ok(Finished {
-        command: args.command.clone(),
-        output,
-        ending: outcome.ending,
-        duration: outcome.duration,
-        sandboxed,
-        timeout,
-        notes,
-    })
 }
 
 async fn start_background(
@@ -552,9 +249,9 @@ async fn start_background(
         .map(std::path::Path::to_owned)
         .ok_or_else(|| ToolError::failed("no command helper configured"))?;
     let (plan, protected, env) = {
-        let args = args.clone();
+        let run = CommandRun::from(args);
         ctx.blocking(move |ctx| {
-            let (plan, protected) = plan(&args, &ctx, sandboxed)?;
+            let (plan, protected) = plan(&run, &ctx, sandboxed)?;
             let tmp = if sandboxed {
                 Some(session_tmp(&ctx)?)
             } else {

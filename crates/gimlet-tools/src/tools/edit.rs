@@ -1,17 +1,15 @@
-//! `edit`: replace an exact string in a file (with graded fallbacks), and the flow `multi_edit`
-//! shares: load, check freshness, apply, write atomically, journal, report a diff.
+//! `edit`: replace an exact string in a file (with graded fallbacks). The flow it shares with
+//! `multi_edit`, `write` and `apply_patch` is in [`crate::change::edit`].
 
 use std::borrow::Cow;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
+use crate::change::edit::{OwnedEdit, change_schema, edit_file, edit_preview};
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
-use crate::fs::{Journal, Loaded, check_fresh, commit, create_parents, load};
 use crate::permission::Access;
-use crate::text::{Document, EditSpec, MatchError, MatchLevel, apply_edits, render_diff};
 use crate::tool::{JsonObject, Tool, ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("edit.md");
@@ -82,14 +80,6 @@ impl Tool for EditTool {
     }
 }
 
-/// One edit, owned (for moving into blocking work).
-#[derive(Debug, Clone)]
-pub(crate) struct OwnedEdit {
-    pub(crate) old_string: String,
-    pub(crate) new_string: String,
-    pub(crate) replace_all: bool,
-}
-
 impl From<&EditArgs> for OwnedEdit {
     fn from(args: &EditArgs) -> Self {
         Self {
@@ -98,227 +88,6 @@ impl From<&EditArgs> for OwnedEdit {
             replace_all: args.replace_all.unwrap_or(false),
         }
     }
-}
-
-/// The structured result of every file-changing tool.
-pub(crate) fn change_schema() -> JsonObject {
-    crate::schema::object(json!({
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "The file, as shown."},
-            "hash": {"type": ["string", "null"], "description": "The new content hash, or null when the file was removed."},
-            "created": {"type": "boolean"},
-            "replacements": {"type": "integer"},
-            "match_levels": {"type": "array", "items": {"type": "string", "enum": ["exact", "trailing_whitespace", "indentation", "punctuation", "whitespace", "escapes"]}},
-            "added": {"type": "integer", "description": "Lines added."},
-            "removed": {"type": "integer", "description": "Lines removed."},
-        },
-        "required": ["path", "hash", "created", "replacements", "match_levels", "added", "removed"],
-    }))
-}
-
-/// What a change computes before anything is written.
-pub(crate) struct Planned {
-    pub(crate) loaded: Loaded,
-    /// The file as it is (`None` when it does not exist).
-    pub(crate) before: Option<Document>,
-    /// The file as it will be.
-    pub(crate) after: Document,
-    pub(crate) levels: Vec<MatchLevel>,
-    pub(crate) replacements: usize,
-}
-
-/// Works out the new content of the file, or why not. Blocking.
-///
-/// An empty `old_string` in the first edit creates the file (it must not exist, or be empty);
-/// the other edits then apply to that content.
-pub(crate) fn plan_edits(loaded: Loaded, edits: &[OwnedEdit]) -> Result<Planned, ToolError> {
-    let display = loaded.resolved.display();
-    let existing = match &loaded.bytes {
-        Some(bytes) => Some(
-            Document::decode(bytes.clone())
-                .map_err(|e| ToolError::failed(format!("`{display}`: {e}")))?,
-        ),
-        None => None,
-    };
-
-    let creates = edits.first().is_some_and(|e| e.old_string.is_empty());
-    let (start, rest) = match (&existing, creates) {
-        (None, false) => {
-            return Err(ToolError::Path(crate::fs::PathError::NotFound {
-                path: display,
-                hint: String::from("; to create it, pass an empty `old_string` (or use `write`)"),
-            }));
-        }
-        (Some(doc), true) if !doc.normalized().is_empty() => {
-            return Err(ToolError::invalid(format!(
-                "`old_string` is empty but `{display}` already has content; to change it, copy the \
-                 text to replace into `old_string` (use `write` to replace the whole file)"
-            )));
-        }
-        (Some(doc), false) => (std::borrow::Cow::Borrowed(doc), edits),
-        (_, true) => {
-            let mut doc = Document::from_text(edits[0].new_string.clone());
-            if let Some(existing) = &existing {
-                // An empty file that had a BOM keeps it.
-                doc = Document::from_text(crate::text::in_style_of(existing, &edits[0].new_string));
-            }
-            (std::borrow::Cow::Owned(doc), &edits[1..])
-        }
-    };
-    let specs: Vec<EditSpec<'_>> = rest
-        .iter()
-        .map(|e| EditSpec {
-            old: &e.old_string,
-            new: &e.new_string,
-            replace_all: e.replace_all,
-        })
-        .collect();
-    let applied = apply_edits(&start, &specs).map_err(|(index, err)| {
-        match_error(&display, edits.len(), index + usize::from(creates), &err)
-    })?;
-    let mut levels = Vec::with_capacity(edits.len());
-    if creates {
-        levels.push(MatchLevel::Exact);
-    }
-    levels.extend(applied.levels);
-    Ok(Planned {
-        loaded,
-        before: existing,
-        after: Document::from_text(applied.text),
-        levels,
-        replacements: applied.replacements + usize::from(creates),
-    })
-}
-
-fn match_error(display: &str, count: usize, index: usize, err: &MatchError) -> ToolError {
-    let which = if count > 1 {
-        format!("edit {} of {count}: ", index + 1)
-    } else {
-        String::new()
-    };
-    ToolError::failed(format!("{which}{err} (in `{display}`)"))
-}
-
-/// The whole flow of `edit` and `multi_edit`, under the path's lock.
-pub(crate) async fn edit_file(
-    ctx: &ToolContext,
-    tool: &'static str,
-    path: String,
-    edits: Vec<OwnedEdit>,
-    expected_hash: Option<String>,
-) -> Result<ToolOutput, ToolError> {
-    let resolved = {
-        let path = path.clone();
-        ctx.blocking(move |ctx| Ok(ctx.resolve_allowed(&path)?))
-            .await?
-    };
-    let _guard = ctx.env().locks().lock(&resolved.path).await;
-    ctx.blocking(move |ctx| {
-        let loaded = load(resolved)?;
-        check_fresh(&ctx, &loaded, expected_hash.as_deref())?;
-        let created = !loaded.exists();
-        let planned = plan_edits(loaded, &edits)?;
-        if created {
-            create_parents(&planned.loaded.resolved)?;
-        }
-        let change = ctx.session().state::<Journal>().begin();
-        let hash = commit(
-            &ctx,
-            tool,
-            change,
-            &planned.loaded,
-            Some(planned.after.original().as_bytes()),
-        )?;
-        Ok(report(&planned, hash, created))
-    })
-    .await
-}
-
-/// The result: a summary line, then the diff.
-pub(crate) fn report(
-    planned: &Planned,
-    hash: Option<crate::fs::ContentHash>,
-    created: bool,
-) -> ToolOutput {
-    let display = planned.loaded.resolved.display();
-    let after = &planned.after;
-    let before = planned.before.as_ref().map_or("", Document::normalized);
-    let (diff, stats) = render_diff(before, after.normalized());
-    let hash_text = hash.map_or_else(String::new, |h| h.to_string());
-    let levels: Vec<&str> = planned.levels.iter().map(|l| l.describe()).collect();
-    let mut distinct = levels.clone();
-    distinct.dedup();
-    let summary = if created {
-        format!(
-            "Created `{display}` ({}). Hash {hash_text}.",
-            crate::text::counted(after.normalized().lines().count(), "line", "lines")
-        )
-    } else {
-        format!(
-            "Edited `{display}`: {} ({}). +{} -{} lines. New hash {hash_text}.",
-            crate::text::counted(planned.replacements, "replacement", "replacements"),
-            distinct.join("; "),
-            stats.added,
-            stats.removed
-        )
-    };
-    let text = if diff.is_empty() {
-        summary
-    } else {
-        format!("{summary}\n{diff}")
-    };
-    ToolOutput::text(text)
-        .with_title(display.clone())
-        .with_structured(json!({
-            "path": display,
-            "hash": hash.map(|h| h.to_string()),
-            "created": created,
-            "replacements": planned.replacements,
-            "match_levels": planned.levels,
-            "added": stats.added,
-            "removed": stats.removed,
-        }))
-}
-
-/// For a question about an edit: the diff the change would make; the approval is bound to the
-/// file as it was shown.
-pub(crate) async fn edit_preview(
-    ctx: &ToolContext,
-    path: &str,
-    edits: Vec<OwnedEdit>,
-    expected_hash: Option<String>,
-) -> Result<Option<String>, ToolError> {
-    let path = path.to_owned();
-    let (detail, bound) = ctx
-        .blocking(move |ctx| {
-            let resolved = ctx.resolve(&path)?;
-            let loaded = load(resolved)?;
-            check_fresh(&ctx, &loaded, expected_hash.as_deref())?;
-            let bound = (loaded.resolved.path.clone(), loaded.hash);
-            let planned = plan_edits(loaded, &edits)?;
-            let (diff, _) = render_diff(
-                planned.before.as_ref().map_or("", Document::normalized),
-                planned.after.normalized(),
-            );
-            Ok((preview_text(&diff), bound))
-        })
-        .await?;
-    ctx.bind_preview(&bound.0, bound.1);
-    Ok(Some(detail))
-}
-
-/// A diff for a question: at most 60 lines.
-pub(crate) fn preview_text(diff: &str) -> String {
-    let lines: Vec<&str> = diff.lines().collect();
-    if lines.len() <= 60 {
-        return format!("The change:\n{diff}");
-    }
-    format!(
-        "The change (first 60 of {} diff lines):\n{}\n...",
-        lines.len(),
-        lines[..60].join("\n")
-    )
 }
 
 #[cfg(test)]

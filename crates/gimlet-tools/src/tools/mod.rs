@@ -12,7 +12,6 @@ mod ls;
 mod lsp;
 mod multi_edit;
 mod notebook_edit;
-mod plugin;
 mod read;
 mod todo;
 mod undo;
@@ -32,7 +31,6 @@ pub use ls::{LsArgs, LsTool};
 pub use lsp::{LspArgs, LspOperation, LspTool};
 pub use multi_edit::{MultiEditArgs, MultiEditTool, OneEdit};
 pub use notebook_edit::{EditMode, NotebookEditArgs, NotebookEditTool};
-pub use plugin::{CommandTool, PluginConfigError};
 pub use read::{ReadArgs, ReadTool};
 pub use todo::{
     Todo, TodoPriority, TodoReadArgs, TodoReadTool, TodoStatus, TodoWriteArgs, TodoWriteTool,
@@ -41,28 +39,3 @@ pub use undo::{UndoArgs, UndoTool};
 pub use web_fetch::{FetchFormat, WebFetchArgs, WebFetchTool};
 pub use web_search::{WebSearchArgs, WebSearchTool};
 pub use write::{WriteArgs, WriteTool};
-
-use crate::registry::{ToolRegistry, ToolSource};
-
-/// Registers every built-in tool, in the order `tools/list` shows them.
-pub(crate) fn register_builtins(registry: &mut ToolRegistry) {
-    registry.register(ReadTool, ToolSource::Builtin);
-    registry.register(WriteTool, ToolSource::Builtin);
-    registry.register(EditTool, ToolSource::Builtin);
-    registry.register(MultiEditTool, ToolSource::Builtin);
-    registry.register(ApplyPatchTool, ToolSource::Builtin);
-    registry.register(NotebookEditTool, ToolSource::Builtin);
-    registry.register(UndoTool, ToolSource::Builtin);
-    registry.register(GrepTool, ToolSource::Builtin);
-    registry.register(GlobTool, ToolSource::Builtin);
-    registry.register(LsTool, ToolSource::Builtin);
-    registry.register(LspTool, ToolSource::Builtin);
-    registry.register(BashTool::default(), ToolSource::Builtin);
-    registry.register(BashOutputTool, ToolSource::Builtin);
-    registry.register(BashKillTool, ToolSource::Builtin);
-    registry.register(WebFetchTool::default(), ToolSource::Builtin);
-    registry.register(WebSearchTool::default(), ToolSource::Builtin);
-    registry.register(AskUserTool, ToolSource::Builtin);
-    registry.register(TodoWriteTool, ToolSource::Builtin);
-    registry.register(TodoReadTool, ToolSource::Builtin);
-}

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::edit::{OwnedEdit, change_schema, edit_file, edit_preview};
+use crate::change::edit::{OwnedEdit, change_schema, edit_file, edit_preview};
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::permission::Access;

@@ -7,9 +7,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::change::{check_fresh, commit, load};
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
-use crate::fs::{Journal, check_fresh, commit, load};
+use crate::fs::Journal;
 use crate::notebook::{CellRef, CellType, Notebook};
 use crate::permission::Access;
 use crate::tool::{Tool, ToolFlags, ToolOutput};

@@ -7,9 +7,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::change::{commit_files, load};
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
-use crate::fs::{Journal, JournalEntry, commit_files, create_parents, load};
+use crate::fs::{Journal, JournalEntry, create_parents};
 use crate::permission::Access;
 use crate::text::{Document, render_diff};
 use crate::tool::{Tool, ToolFlags, ToolOutput};

@@ -6,10 +6,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::edit::{change_schema, preview_text};
+use crate::change::edit::{change_schema, preview_text};
+use crate::change::{Loaded, check_fresh, commit, load};
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
-use crate::fs::{Journal, Loaded, check_fresh, commit, create_parents, load};
+use crate::fs::{Journal, create_parents};
 use crate::permission::Access;
 use crate::text::{Document, in_style_of, render_diff};
 use crate::tool::{JsonObject, Tool, ToolFlags, ToolOutput};

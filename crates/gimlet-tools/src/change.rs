@@ -1,24 +1,27 @@
-//! The steps every file-changing tool takes, in one place: load the current file, check that
+//! The change flow, a room of its own above the file system and the call context: the steps
+//! every file-changing tool takes, in one place: load the current file, check that
 //! the session's view of it is fresh, commit the new content atomically, journal it for `undo`,
 //! and remember the new state. Tools call these from `ctx.blocking` while holding the path's
 //! lock (`ctx.env().locks()`).
 
+pub(crate) mod edit;
+
 use std::io::{Read, Seek};
 use std::time::SystemTime;
 
-use super::atomic_write::{Expected, FileId, Ownership, WriteError, remove_checked, write_checked};
-use super::file_state::{ContentHash, FileStamp};
-use super::journal::{CommitError, Journal, JournalEntry, Step, commit_all};
-use super::paths::{PathError, ResolvedPath};
 use crate::context::ToolContext;
 use crate::error::ToolError;
+use crate::fs::{CommitError, Journal, JournalEntry, Step, commit_all};
+use crate::fs::{ContentHash, FileStamp};
+use crate::fs::{Expected, FileId, Ownership, WriteError, remove_checked, write_checked};
+use crate::fs::{PathError, ResolvedPath};
 
 /// Largest file the edit tools load.
-pub const MAX_EDIT_BYTES: u64 = 256 * 1024 * 1024;
+pub(crate) const MAX_EDIT_BYTES: u64 = 256 * 1024 * 1024;
 
 /// A file as it is now, before a change.
 #[derive(Debug, Clone)]
-pub struct Loaded {
+pub(crate) struct Loaded {
     /// Where it is.
     pub resolved: ResolvedPath,
     /// Its content, or `None` when nothing is there.
@@ -33,12 +36,12 @@ pub struct Loaded {
 
 impl Loaded {
     /// Whether a file is there.
-    pub fn exists(&self) -> bool {
+    pub(crate) fn exists(&self) -> bool {
         self.bytes.is_some()
     }
 
     /// What a change made from this view expects at the path when it goes in.
-    pub fn expected(&self) -> Expected {
+    pub(crate) fn expected(&self) -> Expected {
         match (self.id, self.hash) {
             (Some(id), Some(hash)) => Expected::File { id, hash },
             _ => Expected::Absent,
@@ -62,7 +65,7 @@ const LOAD_ATTEMPTS: usize = 5;
 /// Loads the file at `resolved` (nothing there is fine; a directory or special file is not).
 /// The content and the file's identity are taken together: a file that changes while it is
 /// read is read again.
-pub fn load(resolved: ResolvedPath) -> Result<Loaded, ToolError> {
+pub(crate) fn load(resolved: ResolvedPath) -> Result<Loaded, ToolError> {
     let (mut file, meta) = match resolved.open_regular() {
         Ok(opened) => opened,
         Err(PathError::NotFound { .. }) => {
@@ -121,7 +124,7 @@ pub fn load(resolved: ResolvedPath) -> Result<Loaded, ToolError> {
 /// Fails unless the change is made from a fresh view of the file: `expected_hash` matches,
 /// or the session read (or wrote) the file and it has not changed since. A file that does not
 /// exist needs no view. When the user approved a preview, the file must still be as previewed.
-pub fn check_fresh(
+pub(crate) fn check_fresh(
     ctx: &ToolContext,
     loaded: &Loaded,
     expected_hash: Option<&str>,
@@ -172,7 +175,7 @@ pub fn check_fresh(
 /// The rule for patches: a file this session read must be unchanged since (and a previewed
 /// one unchanged since the preview); a file it never read may be patched, the patch's context
 /// lines being the check.
-pub fn check_not_stale(ctx: &ToolContext, loaded: &Loaded) -> Result<(), ToolError> {
+pub(crate) fn check_not_stale(ctx: &ToolContext, loaded: &Loaded) -> Result<(), ToolError> {
     let display = loaded.resolved.display();
     if let Some(previewed) = ctx.preview_of(&loaded.resolved.path)
         && previewed != loaded.hash
@@ -194,7 +197,7 @@ pub fn check_not_stale(ctx: &ToolContext, loaded: &Loaded) -> Result<(), ToolErr
 
 /// Writes `new` over the loaded file (or removes it for `None`), journals the change, and
 /// records the new state. Returns the new hash.
-pub fn commit(
+pub(crate) fn commit(
     ctx: &ToolContext,
     tool: &str,
     change: u64,
@@ -242,18 +245,18 @@ pub fn commit(
 }
 
 /// The data directory's folder for the intents of multi-file changes.
-pub fn pending_dir(ctx: &ToolContext) -> std::path::PathBuf {
+pub(crate) fn pending_dir(ctx: &ToolContext) -> std::path::PathBuf {
     ctx.env().spill().dir().join(".pending")
 }
 
 /// One file of [`commit_files`]: as loaded, its new content (`None` to remove it), and the mode
 /// and owner to give it instead of the loaded ones.
-pub type NewFile<'a> = (&'a Loaded, Option<&'a [u8]>, Option<Ownership>);
+pub(crate) type NewFile<'a> = (&'a Loaded, Option<&'a [u8]>, Option<Ownership>);
 
 /// Writes (or, for `None`, removes) several files all or nothing, each only if it is still as
 /// it was loaded, and records the new states. `keep` overrides the mode and owner to give.
 /// Returns the new hashes. On failure nothing was changed, and the error names the file.
-pub fn commit_files(
+pub(crate) fn commit_files(
     ctx: &ToolContext,
     files: &[NewFile<'_>],
 ) -> Result<Vec<Option<ContentHash>>, ToolError> {
@@ -309,7 +312,7 @@ pub fn commit_files(
 }
 
 /// [`commit_files`] for one tool call, journaled for `undo` under the call's change id.
-pub fn commit_many(
+pub(crate) fn commit_many(
     ctx: &ToolContext,
     tool: &str,
     change: u64,

@@ -12,10 +12,12 @@ use serde_json::{Value, json};
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::lsp::position::{line_at, uri_of, utf16_of_char};
-use crate::lsp::render::{self, Place, Sources};
+mod render;
+
 use crate::lsp::{Client, Waited};
 use crate::permission::Access;
 use crate::tool::{InterruptBehavior, Tool, ToolFlags, ToolOutput};
+use render::{Place, Sources};
 
 const DESCRIPTION: &str = include_str!("lsp.md");
 

@@ -22,7 +22,7 @@ use crate::registry::{DynTool, ErasedArgs};
 use crate::sandbox::{SandboxDenied, denial};
 use crate::tool::{Content, InterruptBehavior, JsonObject, OutputLimits, ToolFlags, ToolOutput};
 
-use super::bash::{BashArgs, run_foreground, session_tmp};
+use crate::run::{CommandRun, run_foreground, session_tmp};
 
 /// A config-declared tool.
 pub struct CommandTool {
@@ -284,7 +284,7 @@ impl PluginRun {
                 Ok((input, errors))
             })
             .await?;
-        let command = BashArgs {
+        let command = CommandRun {
             command: format!(
                 "{{ {}\n}} < {} 2> {}",
                 self.command,
@@ -293,8 +293,6 @@ impl PluginRun {
             ),
             timeout_ms: Some(self.timeout_s * 1000),
             workdir: None,
-            description: None,
-            run_in_background: None,
         };
         let finished = run_foreground(&command, ctx, sandboxed).await;
         let stderr = ctx

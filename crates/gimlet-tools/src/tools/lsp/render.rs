@@ -9,9 +9,9 @@ use std::sync::Arc;
 use lsp_types::{Position, Range};
 use serde_json::Value;
 
-use super::position::{human, line_at, path_of};
 use crate::context::{AccessKind, ToolContext};
 use crate::fs::RootSet;
+use crate::lsp::position::{human, line_at, path_of};
 use crate::permission::Permission;
 use crate::tool::ToolFlags;
 
@@ -91,7 +91,7 @@ impl Sources {
                         return None;
                     }
                 }
-                super::read_text(path)
+                crate::lsp::read_text(path)
             })
             .as_deref()
     }
@@ -217,7 +217,7 @@ pub(crate) fn render_places(
         if let Some(label) = &place.label {
             let _ = write!(text, " {label}");
         } else if let Some(source_line) = source.and_then(|t| line_at(t, line - 1)) {
-            let _ = write!(text, ": {}", super::client::clip(source_line.trim(), 200));
+            let _ = write!(text, ": {}", crate::lsp::clip(source_line.trim(), 200));
         } else if !sources.roots.contains(&place.path) {
             text.push_str(" (outside the roots)");
         }
@@ -309,8 +309,8 @@ pub(crate) fn rename_edits(result: &Value, sources: &mut Sources) -> (String, us
             let _ = write!(text, "{display}:{line}:{col}");
             match source.as_deref().and_then(|s| line_at(s, line - 1)) {
                 Some(old) if edit.range.start.line == edit.range.end.line => {
-                    let from = super::position::char_of_utf16(old, edit.range.start.character);
-                    let to = super::position::char_of_utf16(old, edit.range.end.character);
+                    let from = crate::lsp::position::char_of_utf16(old, edit.range.start.character);
+                    let to = crate::lsp::position::char_of_utf16(old, edit.range.end.character);
                     let new: String = old
                         .chars()
                         .take(from)
@@ -459,7 +459,7 @@ mod tests {
         std::fs::write(root.join("m.py"), "def old(): pass\nold()\n").unwrap();
         let roots = RootSet::open([&root]).unwrap();
         let mut sources = Sources::unjudged(roots);
-        let uri = super::super::position::uri_of(&root.join("m.py"));
+        let uri = crate::lsp::position::uri_of(&root.join("m.py"));
         let edit = |line: u32| json!({"range": {"start": {"line": line, "character": if line == 0 {4} else {0}}, "end": {"line": line, "character": if line == 0 {7} else {3}}}, "newText": "new"});
         let result = json!({"changes": {uri.as_str(): [edit(1), edit(0)]}});
         let (text, count) = rename_edits(&result, &mut sources);

@@ -1,0 +1,215 @@
+//! Stage 7: diagnostics. When a call changed files that a language server serves, each change
+//! goes to its server ([`crate::lsp`]) and the diagnostics it reports (waited for up to
+//! `[lsp] wait_ms`) are appended to the output, errors new to the change first.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use crate::context::ToolContext;
+use crate::lsp::{
+    Changed, Client, LanguageServers, MAX_FILES_PER_CALL, Unavailable, Waited, diagnostics,
+    read_text,
+};
+use crate::tool::{Content, ToolOutput};
+use crate::util::MutexExt as _;
+
+/// What the session was already told about its servers ("not installed" is said once).
+#[derive(Default)]
+struct Notices(Mutex<HashSet<String>>);
+
+impl Notices {
+    /// True the first time `key` is seen in the session.
+    fn first(ctx: &ToolContext, key: String) -> bool {
+        ctx.session().state::<Notices>().0.locked().insert(key)
+    }
+}
+
+/// The pipeline's step after a call that changed files: each changed file whose language has
+/// a server is sent to it, and its diagnostics (waited for up to the configured time) are
+/// appended to the output. The wait is in the output's metadata (`diagnostics`).
+pub(crate) async fn after_change(
+    ctx: &ToolContext,
+    changes: Vec<Changed>,
+    mut output: ToolOutput,
+) -> ToolOutput {
+    let lsp = Arc::clone(ctx.env().lsp());
+    let mut files: Vec<Changed> = Vec::new();
+    for change in changes {
+        if !files.iter().any(|f| f.path == change.path) {
+            files.push(change);
+        }
+    }
+    let skipped = files.len().saturating_sub(MAX_FILES_PER_CALL);
+    files.truncate(MAX_FILES_PER_CALL);
+    let mut blocks = Vec::new();
+    let mut report = Vec::new();
+    for file in files {
+        let started = Instant::now();
+        let (block, mut meta) = check_file(ctx, &lsp, &file).await;
+        if let Value::Object(meta) = &mut meta {
+            meta.insert(
+                String::from("wait_ms"),
+                json!(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)),
+            );
+        }
+        report.push(meta);
+        blocks.extend(block);
+        if ctx.is_cancelled() {
+            break;
+        }
+    }
+    if skipped > 0 {
+        blocks.push(format!(
+            "(diagnostics of {skipped} more changed files were not awaited; the `lsp` tool's \
+             `diagnostics` has them)"
+        ));
+    }
+    if !blocks.is_empty() {
+        output
+            .content
+            .push(Content::Text(format!("\n{}", blocks.join("\n"))));
+    }
+    if !report.is_empty() {
+        output
+            .metadata
+            .insert(String::from("diagnostics"), Value::Array(report));
+    }
+    output
+}
+
+/// One changed file: the block to append (if any) and its metadata.
+async fn check_file(
+    ctx: &ToolContext,
+    lsp: &LanguageServers,
+    file: &Changed,
+) -> (Option<String>, Value) {
+    let display = ctx.roots().display(&file.path);
+    let mut meta = json!({"path": display});
+    let path = file.path.clone();
+    let Ok(Some(text)) = ctx.blocking(move |_| Ok(read_text(&path))).await else {
+        // Removed (or not text): nothing to check, and nothing the servers should keep.
+        for client in lsp.running() {
+            client.close(&file.path).await;
+        }
+        meta["outcome"] = json!("skipped");
+        return (None, meta);
+    };
+    let filter = lsp.filter();
+    let cancel = ctx.cancellation();
+    let mut notes: Vec<String> = Vec::new();
+    let mut first_try = true;
+    let (client, before, waited) = loop {
+        let start_deadline = tokio::time::Instant::now() + lsp.wait();
+        let (client, note) = match lsp
+            .client_for(&file.path, ctx.roots(), start_deadline)
+            .await
+        {
+            Ok(found) => found,
+            Err(unavailable) => {
+                meta["outcome"] = json!(unavailable.outcome());
+                let said_before = match &unavailable {
+                    Unavailable::NoServer | Unavailable::OutsideRoots => true,
+                    Unavailable::Missing { language, .. } => {
+                        !Notices::first(ctx, format!("missing:{language}"))
+                    }
+                    Unavailable::Failed(message) => {
+                        !Notices::first(ctx, format!("failed:{message}"))
+                    }
+                    Unavailable::Starting(_) => false,
+                };
+                if !said_before {
+                    notes.push(format!("{display}: {}.", unavailable.message()));
+                }
+                return ((!notes.is_empty()).then(|| notes.join("\n")), meta);
+            }
+        };
+        notes.extend(note.map(|n| format!("note: {n}.")));
+        meta["server"] = json!(client.name);
+        meta["sandboxed"] = json!(client.sandboxed);
+        let before = before_change(&client, file, &text, start_deadline, cancel).await;
+        let synced = client.sync(&file.path, text.clone()).await;
+        let changed_at = Instant::now();
+        let deadline = tokio::time::Instant::now() + lsp.wait();
+        let waited = client.wait_for(&file.path, &synced, deadline, cancel).await;
+        meta["report_ms"] =
+            json!(u64::try_from(changed_at.elapsed().as_millis()).unwrap_or(u64::MAX));
+        if matches!(waited, Waited::Exited(_)) && std::mem::take(&mut first_try) {
+            // It had crashed before the change reached it: the restarted server gets it.
+            continue;
+        }
+        break (client, before, waited);
+    };
+    let mut lines = notes;
+    match waited {
+        Waited::Reported(published) => {
+            let old = before
+                .as_ref()
+                .map(|(text, diags)| (text.as_str(), diags.as_slice()));
+            let (shown, fixed) = diagnostics::classify(&text, &published.items, old, filter);
+            meta["outcome"] = json!("reported");
+            meta["errors"] = json!(shown.len());
+            meta["new"] = json!(shown.iter().filter(|s| !s.pre_existing).count());
+            lines.push(diagnostics::render(
+                &client.name,
+                &display,
+                &shown,
+                fixed,
+                filter,
+            ));
+        }
+        Waited::TimedOut => {
+            meta["outcome"] = json!("timed_out");
+            let busy = client.busy();
+            let why = if busy.is_empty() {
+                String::new()
+            } else {
+                format!(" (it is busy: {})", busy.join(", "))
+            };
+            lines.push(format!(
+                "{}: no diagnostics for {display} within {:.1} s{why}; ask the `lsp` tool for \
+                 `diagnostics` later.",
+                client.name,
+                lsp.wait().as_secs_f64()
+            ));
+        }
+        Waited::Exited(reason) => {
+            meta["outcome"] = json!("exited");
+            lines.push(format!("{reason} before it reported on {display}."));
+        }
+    }
+    (Some(lines.join("\n")), meta)
+}
+
+/// What the server reported for the text before a change: from the open document, or, the
+/// first time, by showing it the old text first (until `deadline`). `None` when unknown.
+async fn before_change(
+    client: &Client,
+    file: &Changed,
+    text: &str,
+    deadline: tokio::time::Instant,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Option<(String, Vec<lsp_types::Diagnostic>)> {
+    if let Some(old) = client.open_text(&file.path).await {
+        let items = client
+            .published(&file.path)
+            .map(|p| p.items)
+            .unwrap_or_default();
+        return Some((old, items));
+    }
+    let Some(old) = file.before.as_deref() else {
+        // A new file: nothing was there before.
+        return Some((String::new(), Vec::new()));
+    };
+    let old = String::from_utf8_lossy(old).into_owned();
+    if old == text {
+        return None;
+    }
+    let synced = client.sync(&file.path, old.clone()).await;
+    match client.wait_for(&file.path, &synced, deadline, cancel).await {
+        Waited::Reported(published) => Some((old, published.items)),
+        Waited::TimedOut | Waited::Exited(_) => None,
+    }
+}
