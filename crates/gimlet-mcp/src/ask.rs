@@ -13,16 +13,14 @@ use gimlet_tools::ask::{Answer, Asker, BoxFuture, Question};
 use gimlet_tools::{Approval, AskRequest, ToolContext};
 use rmcp::model::{
     CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams, ElicitResult,
-    ElicitationAction, ElicitationSchema, RequestId, ServerRequest,
+    ElicitationSchema, RequestId, ServerRequest,
 };
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{Peer, RoleServer};
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use crate::form::{answer_of, approval_of, approval_schema, question_schema};
 use crate::mrtr::{Round, Sealer};
-
-/// How long a question waits for the user by default.
-pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Answers asks by eliciting from the MCP client of one request.
 pub(crate) struct ElicitationAsker {
@@ -140,103 +138,6 @@ impl Drop for OpenQuestion {
     }
 }
 
-/// The form shown for a permission request.
-pub(crate) fn approval_schema(request: &AskRequest) -> Value {
-    let mut choices = vec![json!({"const": "allow_once", "title": "Allow once"})];
-    if let Some(pattern) = &request.session_pattern {
-        choices.push(json!({
-            "const": "allow_session",
-            "title": format!(
-                "Allow for this session: {} {}",
-                request.tool,
-                gimlet_tools::permission::visible(pattern)
-            ),
-        }));
-    }
-    choices.push(json!({"const": "deny", "title": "Deny"}));
-    json!({
-        "type": "object",
-        "properties": {
-            "decision": {"type": "string", "title": "Decision", "oneOf": choices},
-            "reason": {
-                "type": "string",
-                "title": "Reason",
-                "description": "Optional; on deny it is passed back to the model",
-            },
-        },
-        "required": ["decision"],
-    })
-}
-
-/// What an elicitation answer means for a permission request.
-pub(crate) fn approval_of(answer: Option<ElicitResult>, request: &AskRequest) -> Approval {
-    let Some(answer) = answer else {
-        return Approval::Deny {
-            reason: Some(String::from(
-                "no answer from the user (timed out or cancelled)",
-            )),
-        };
-    };
-    match answer.action {
-        ElicitationAction::Accept => {}
-        ElicitationAction::Decline => return Approval::Deny { reason: None },
-        // Cancel, and any action a newer protocol adds, is not a yes.
-        _ => {
-            return Approval::Deny {
-                reason: Some(String::from("the user dismissed the question")),
-            };
-        }
-    }
-    let content = answer.content.unwrap_or(Value::Null);
-    let reason = content
-        .get("reason")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    match content.get("decision").and_then(Value::as_str) {
-        Some("allow_once") => Approval::Once,
-        Some("allow_session") if request.session_pattern.is_some() => Approval::Session,
-        Some("deny") => Approval::Deny { reason },
-        _ => Approval::Deny {
-            reason: Some(String::from(
-                "the answer was not one of the offered choices",
-            )),
-        },
-    }
-}
-
-/// The form shown for an `ask_user` question.
-pub(crate) fn question_schema(question: &Question) -> Value {
-    let answer = if question.options.is_empty() {
-        json!({"type": "string", "title": "Answer"})
-    } else {
-        json!({"type": "string", "title": "Answer", "enum": question.options})
-    };
-    json!({"type": "object", "properties": {"answer": answer}, "required": ["answer"]})
-}
-
-/// What an elicitation answer means for a question.
-pub(crate) fn answer_of(answer: Option<ElicitResult>, question: &Question) -> Answer {
-    let Some(answer) = answer else {
-        return Answer::TimedOut;
-    };
-    match answer.action {
-        ElicitationAction::Accept => {}
-        ElicitationAction::Decline => return Answer::Declined,
-        _ => return Answer::Cancelled,
-    }
-    let text = answer
-        .content
-        .as_ref()
-        .and_then(|c| c.get("answer"))
-        .and_then(Value::as_str);
-    match text {
-        Some(text) if question.options.is_empty() || question.options.iter().any(|o| o == text) => {
-            Answer::Answered(text.to_owned())
-        }
-        _ => Answer::Declined,
-    }
-}
-
 impl Asker for ElicitationAsker {
     fn approve<'a>(
         &'a self,
@@ -288,6 +189,10 @@ impl Asker for ElicitationAsker {
 mod tests {
     use gimlet_tools::permission::AskReason;
     use pretty_assertions::assert_eq;
+    use rmcp::model::ElicitationAction;
+    use serde_json::json;
+
+    use crate::form::DEFAULT_ASK_TIMEOUT;
 
     use super::*;
 

@@ -17,6 +17,7 @@
 //! ```
 
 mod ask;
+mod form;
 mod hosts;
 mod logging;
 mod mapping;
@@ -31,7 +32,7 @@ use std::time::Duration;
 use gimlet_tools::spill::SPILL_MAX_AGE;
 use gimlet_tools::{ToolEnv, ToolRegistry};
 
-pub use ask::DEFAULT_ASK_TIMEOUT;
+pub use form::DEFAULT_ASK_TIMEOUT;
 pub use logging::client_log_layer;
 pub use mapping::Shape;
 pub use server::GimletServer;

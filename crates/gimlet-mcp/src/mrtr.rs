@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 pub(crate) const INPUT_KEY: &str = "gimlet_ask";
 
 /// How long a question's state stays valid: as long as the legacy elicitation waits.
-pub(crate) const STATE_TTL: Duration = crate::ask::DEFAULT_ASK_TIMEOUT;
+pub(crate) const STATE_TTL: Duration = crate::form::DEFAULT_ASK_TIMEOUT;
 
 /// Seals and opens request state; remembers the nonces already used.
 pub(crate) struct Sealer {
@@ -261,7 +261,7 @@ impl Round {
             state: json!({
                 "sealed": sealer.seal(&state, &self.binding),
                 "message": message,
-                "schema": crate::ask::approval_schema(request),
+                "schema": crate::form::approval_schema(request),
             }),
             message,
         }))
@@ -280,7 +280,7 @@ impl Round {
             Some(Err(why)) => return Answer::Unavailable(why.clone()),
             Some(Ok((state, answer))) if state.pending.as_ref().is_some_and(|p| p.key == key) => {
                 let answer = serde_json::from_value::<ElicitResult>(answer.clone()).ok();
-                return crate::ask::answer_of(answer, question);
+                return crate::form::answer_of(answer, question);
             }
             _ => {}
         }
@@ -297,7 +297,7 @@ impl Round {
             state: json!({
                 "sealed": sealer.seal(&state, &self.binding),
                 "message": gimlet_tools::permission::visible(&question.question),
-                "schema": crate::ask::question_schema(question),
+                "schema": crate::form::question_schema(question),
             }),
             message: gimlet_tools::permission::visible(&question.question).into_owned(),
         }))
@@ -366,7 +366,7 @@ mod tests {
     }
 
     fn to_approval(answer: Option<ElicitResult>) -> Approval {
-        crate::ask::approval_of(answer, &request("diff"))
+        crate::form::approval_of(answer, &request("diff"))
     }
 
     /// The first round: returns the sealed state.

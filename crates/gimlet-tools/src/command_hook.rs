@@ -22,10 +22,10 @@ use std::time::Duration;
 use globset::{Glob, GlobMatcher};
 use serde_json::{Value, json};
 
-use crate::ask::BoxFuture;
 use crate::config::{HookConfig, HookEvent};
+use crate::context::ask::BoxFuture;
 use crate::pipeline::{AfterHook, BeforeHook, Hook, HookCall};
-use crate::tool::{Content, ToolOutput};
+use crate::vocab::{Content, ToolOutput};
 
 /// The exit code by which a hook blocks a call (as in Claude Code).
 pub const BLOCK_EXIT_CODE: i32 = 2;

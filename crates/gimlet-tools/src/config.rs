@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::permission::{Mode, Rule, RuleAction};
-use crate::tool::OutputLimits;
+use crate::vocab::OutputLimits;
 
 /// Settings for the built-in tools (`[tools]` in the config file).
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -4,10 +4,12 @@
 //! `CallToolResult` with `isError: true`. Protocol faults (an unknown tool) are not tool errors;
 //! see [`crate::pipeline::CallError`].
 
+use std::fmt;
 use std::io;
 
 use crate::fs::PathError;
-use crate::permission::PendingAsk;
+use crate::permission::{Access, PendingAsk};
+use crate::vocab::{BoxFuture, ToolOutput};
 
 /// Why a tool call failed. Each message says what was wrong and what to do instead.
 #[derive(Debug, thiserror::Error)]
@@ -56,10 +58,10 @@ pub enum ToolError {
     #[error("{0}")]
     BudgetExceeded(String),
     /// The sandbox stopped a command (`bash`, a plugin tool). The pipeline decides whether it
-    /// runs again outside the sandbox ([`crate::sandbox::SandboxDenied`]); it never reaches
+    /// runs again outside the sandbox ([`crate::error::SandboxDenied`]); it never reaches
     /// the caller of [`crate::pipeline::run`].
     #[error("{0}")]
-    SandboxDenied(Box<crate::sandbox::SandboxDenied>),
+    SandboxDenied(Box<SandboxDenied>),
     /// Any other failure, with a message for the model.
     #[error("{0}")]
     Failed(String),
@@ -112,5 +114,46 @@ impl From<tokio::task::JoinError> for ToolError {
                 "internal error: a worker task failed ({err}); please retry"
             ))
         }
+    }
+}
+
+/// Runs the same call again, outside the sandbox.
+/// It holds what it needs (the call's context among it), so that this vocabulary depends on
+/// no context.
+pub type Rerun =
+    Box<dyn FnOnce() -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync>;
+
+/// A sandboxed run that the sandbox stopped.
+pub struct SandboxDenied {
+    /// The command, as judged by the permission rules (and shown in the question).
+    pub command: String,
+    /// The access the re-run outside the sandbox means ([`crate::Access::command`]).
+    pub access: Access,
+    /// What the sandbox probably stopped ([`crate::sandbox::denial`]).
+    pub cause: &'static str,
+    /// The end of the command's output, for the question.
+    pub last_lines: String,
+    /// What the tool shows if it is not run again.
+    pub output: ToolOutput,
+    /// Runs it again outside the sandbox.
+    pub rerun: Rerun,
+}
+
+impl fmt::Debug for SandboxDenied {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SandboxDenied")
+            .field("command", &self.command)
+            .field("cause", &self.cause)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Display for SandboxDenied {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "`{}` looks blocked by the sandbox ({})",
+            self.command, self.cause
+        )
     }
 }

@@ -2,17 +2,23 @@
 //! `bash_output`, stopped with `bash_kill`, and stopped when the session ends.
 
 use crate::util::MutexExt as _;
+use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use serde_json::json;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+
+use crate::context::ToolContext;
+use crate::error::ToolError;
 
 use crate::output::{LongText, OutputBuffer};
 use crate::process::{Ending, Event, Running};
 use crate::sandbox::protected::Scan;
 use crate::spill::SpillStore;
+use crate::vocab::ToolOutput;
 
 /// Unread output kept per job; older unread output is dropped (the log keeps everything).
 const MAX_UNREAD: usize = 1024 * 1024;
@@ -230,4 +236,62 @@ impl Drop for Jobs {
             job.stop.cancel();
         }
     }
+}
+
+/// The job of an id, or an error listing the jobs there are.
+pub(crate) fn find(id: &str, ctx: &ToolContext) -> Result<std::sync::Arc<Job>, ToolError> {
+    let jobs = ctx.session().state::<Jobs>();
+    jobs.get(id.trim())
+        .ok_or_else(|| ToolError::invalid(format!("no background job `{id}`; {}", jobs.describe())))
+}
+
+/// Output since the last look, then a status line.
+pub(crate) fn report(job: &Job, snapshot: &Snapshot) -> ToolOutput {
+    let mut text = String::new();
+    if snapshot.dropped > 0 {
+        let _ = writeln!(text, "[... {} earlier bytes not shown]", snapshot.dropped);
+    }
+    text.push_str(&snapshot.output);
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    if snapshot.output.is_empty() && snapshot.dropped == 0 {
+        text.push_str("(no new output)\n");
+    }
+    let seconds = snapshot.elapsed.as_secs_f64();
+    let (status, code) = match snapshot.status {
+        JobStatus::Running => (
+            format!("{} is running ({seconds:.0} s so far)", job.id),
+            None,
+        ),
+        JobStatus::Exited(code) => (
+            format!("{} exited with code {code} after {seconds:.1} s", job.id),
+            Some(code),
+        ),
+        JobStatus::Killed => (format!("{} was stopped after {seconds:.1} s", job.id), None),
+    };
+    let log = snapshot
+        .log
+        .as_ref()
+        .map(|f| format!("; full log: {}", f.path.display()))
+        .unwrap_or_default();
+    let sandbox = if job.sandboxed {
+        "sandboxed"
+    } else {
+        "not sandboxed"
+    };
+    let _ = write!(text, "[{status} · {sandbox}{log}]");
+    let state = match snapshot.status {
+        JobStatus::Running => "running",
+        JobStatus::Exited(_) => "exited",
+        JobStatus::Killed => "killed",
+    };
+    ToolOutput::text(text)
+        .with_title(job.command.clone())
+        .with_structured(json!({
+            "job_id": job.id,
+            "status": state,
+            "exit_code": code,
+            "elapsed_ms": u64::try_from(snapshot.elapsed.as_millis()).unwrap_or(u64::MAX),
+        }))
 }

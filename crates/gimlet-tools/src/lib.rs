@@ -31,16 +31,15 @@
 //! - [`tools`]: the built-in tools.
 
 mod args;
-pub mod ask;
 pub mod audit;
 mod change;
 pub mod command_hook;
 pub mod config;
 pub mod context;
+pub use context::ask;
 mod error;
 mod external;
 pub mod fs;
-mod hook;
 mod jobs;
 pub mod lsp;
 pub mod notebook;
@@ -61,17 +60,22 @@ pub mod text;
 pub mod tool;
 pub mod tools;
 pub mod util;
+mod vocab;
 pub mod web;
 
 #[cfg(test)]
 mod testutil;
+
+#[cfg(test)]
+#[path = "layers_tests.rs"]
+mod layers_tests;
 
 pub use ask::{Answer, Asker, DenyAsker, Question, ScriptedAsker};
 pub use context::{
     AccessKind, ProgressSink, ProgressUpdate, SandboxStatus, Session, ToolContext, ToolEnv,
     ToolEnvBuilder,
 };
-pub use error::ToolError;
+pub use error::{Rerun, SandboxDenied, ToolError};
 pub use permission::{Access, Approval, AskRequest, Mode, Permission, Policy, Rule, RuleAction};
 pub use registry::{DynTool, ToolRegistry, ToolSource, ToolSpec};
 pub use tool::{

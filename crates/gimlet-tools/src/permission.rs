@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::sandbox::protected::Protected;
 use crate::shell::Script;
-use crate::tool::ToolFlags;
+use crate::vocab::ToolFlags;
 
 /// How much the server may do without asking. Set once, by the user (`--mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -639,7 +639,7 @@ impl Policy {
     /// Judges running a command again outside the sandbox, after the sandbox stopped it: the
     /// mode and the rules decide as for any unsandboxed command, but the session's ordinary
     /// grants do not count (letting a command run without asking is not letting it leave the
-    /// sandbox; those answers are kept apart, see [`crate::sandbox::OutsideGrants`]). The
+    /// sandbox; those answers are kept apart, see [`OutsideGrants`]). The
     /// trusted mode never asks, so it never leaves the sandbox: the roots hold.
     pub fn judge_escalation(&self, tool: &str, flags: ToolFlags, access: &Access) -> Judgement {
         if self.mode == Mode::Trusted {
@@ -915,6 +915,26 @@ impl Grants {
                     Access::Network { host } => host == pattern,
                 }
         })
+    }
+}
+
+/// "Allow outside the sandbox for this session" answers: (tool, command pattern) pairs, apart
+/// from the ordinary session grants (an ordinary grant lets a command run without asking; it
+/// does not let it leave the sandbox).
+#[derive(Debug, Default)]
+pub struct OutsideGrants(Grants);
+
+impl OutsideGrants {
+    /// Records a grant.
+    pub fn add(&self, tool: &str, pattern: String) {
+        self.0.add(tool, pattern);
+    }
+
+    /// Whether a grant covers running `access` (an [`Access::Execute`]) outside the sandbox,
+    /// matched as a session grant is ([`Grants::covers`]): every simple command matches the
+    /// pattern, and nothing in the line is unknowable.
+    pub fn covers(&self, tool: &str, access: &Access) -> bool {
+        self.0.covers(tool, access)
     }
 }
 

@@ -613,3 +613,14 @@ fn questions_show_hidden_characters_as_escapes() {
     );
     assert!(message.contains("\\x1b[31mred") && message.contains("line\\rover"));
 }
+
+#[test]
+fn outside_grants_match_every_part() {
+    let grants = OutsideGrants::default();
+    grants.add("bash", String::from("npm install*"));
+    let access = |command: &str| Access::command(command, false);
+    assert!(grants.covers("bash", &access("npm install left-pad")));
+    assert!(!grants.covers("bash", &access("npm install x && rm -rf ~")));
+    assert!(!grants.covers("other", &access("npm install")));
+    assert!(!grants.covers("bash", &access("npm publish")));
+}

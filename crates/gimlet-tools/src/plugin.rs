@@ -12,15 +12,16 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::ask::BoxFuture;
 use crate::config::PluginConfig;
+use crate::context::ask::BoxFuture;
 use crate::context::{SandboxStatus, ToolContext, ToolEnv};
+use crate::error::SandboxDenied;
 use crate::error::ToolError;
 use crate::permission::Access;
 use crate::process::Ending;
 use crate::registry::{DynTool, ErasedArgs};
-use crate::sandbox::{SandboxDenied, denial};
-use crate::tool::{Content, InterruptBehavior, JsonObject, OutputLimits, ToolFlags, ToolOutput};
+use crate::sandbox::denial;
+use crate::vocab::{Content, InterruptBehavior, JsonObject, OutputLimits, ToolFlags, ToolOutput};
 
 use crate::run::{CommandRun, run_foreground, session_tmp};
 
@@ -349,7 +350,10 @@ impl PluginRun {
             cause,
             last_lines,
             output,
-            rerun: Box::new(move |ctx| self.run(args, ctx, false)),
+            rerun: {
+                let ctx = ctx.clone();
+                Box::new(move || Box::pin(async move { self.run(args, &ctx, false).await }))
+            },
         })))
     }
 }

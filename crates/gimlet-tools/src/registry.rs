@@ -10,13 +10,14 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::ask::BoxFuture;
+use crate::context::ask::BoxFuture;
 use crate::context::{ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::permission::Access;
 use crate::schema::input_schema;
-use crate::tool::{JsonObject, OutputLimits, Tool, ToolFlags, ToolOutput};
+use crate::tool::Tool;
 use crate::tools;
+use crate::vocab::{JsonObject, OutputLimits, ToolFlags, ToolOutput};
 
 /// Parsed arguments of some tool, behind a type-erased box.
 pub struct ErasedArgs(Box<dyn Any + Send + Sync>);

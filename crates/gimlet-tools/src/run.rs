@@ -20,7 +20,7 @@ use crate::sandbox::pool::Sandboxes;
 use crate::sandbox::protected::{Scan, ScanCache};
 use crate::sandbox::tmp::SessionTmp;
 use crate::sandbox::{HelperPlan, SANDBOX_FAILED, SandboxPlan, denial, sockets_to_hide};
-use crate::tool::{Content, ToolOutput};
+use crate::vocab::{Content, ToolOutput};
 
 /// Timeout when none is given.
 pub(crate) const DEFAULT_TIMEOUT_MS: u64 = 120_000;

@@ -9,7 +9,7 @@ use schemars::transform::{RecursiveTransform, Transform};
 use schemars::{JsonSchema, Schema};
 use serde_json::Value;
 
-use crate::tool::JsonObject;
+use crate::vocab::JsonObject;
 
 /// The input schema of `T`: root `type: object`, no `$ref`, optional fields without `null`.
 ///

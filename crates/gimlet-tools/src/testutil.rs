@@ -6,13 +6,13 @@ use std::sync::Arc;
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::ask::Asker;
+use crate::context::ask::Asker;
 use crate::context::{Session, ToolContext, ToolEnv, ToolEnvBuilder};
 use crate::error::ToolError;
 use crate::permission::Policy;
 use crate::pipeline;
 use crate::registry::ToolRegistry;
-use crate::tool::{OutputLimits, ToolOutput};
+use crate::vocab::{OutputLimits, ToolOutput};
 
 /// A root folder, a folder outside it, and an environment rooted at the first.
 pub(crate) struct TestWorkspace {

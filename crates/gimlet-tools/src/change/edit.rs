@@ -7,7 +7,7 @@ use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::fs::{Journal, create_parents};
 use crate::text::{Document, EditSpec, MatchError, MatchLevel, apply_edits, render_diff};
-use crate::tool::{JsonObject, ToolOutput};
+use crate::vocab::{JsonObject, ToolOutput};
 
 use super::{Loaded, check_fresh, commit, load};
 

@@ -13,8 +13,8 @@ use crate::lsp::{
     Changed, Client, LanguageServers, MAX_FILES_PER_CALL, Unavailable, Waited, diagnostics,
     read_text,
 };
-use crate::tool::{Content, ToolOutput};
 use crate::util::MutexExt as _;
+use crate::vocab::{Content, ToolOutput};
 
 /// What the session was already told about its servers ("not installed" is said once).
 #[derive(Default)]

@@ -12,10 +12,11 @@
 //!    pattern; a no, or nobody to ask, shows the sandboxed result with why it was not re-run.
 
 use crate::context::ToolContext;
+use crate::error::SandboxDenied;
 use crate::error::ToolError;
+use crate::permission::OutsideGrants;
 use crate::permission::{AskReason, Permission};
-use crate::sandbox::{OutsideGrants, SandboxDenied};
-use crate::tool::{Content, ToolFlags, ToolOutput};
+use crate::vocab::{Content, ToolFlags, ToolOutput};
 
 use super::permission::{Yes, apply, ask_user, resolve};
 
@@ -62,7 +63,7 @@ pub(super) async fn escalate(
     };
     match approved {
         Ok(()) => {
-            let mut again = rerun(ctx).await?;
+            let mut again = rerun().await?;
             again.content.push(Content::Text(format!(
                 "[It first ran in the sandbox and failed ({cause}); it ran again outside the \
                  sandbox, as approved.]"

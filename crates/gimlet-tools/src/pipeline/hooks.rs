@@ -7,9 +7,9 @@
 
 use serde_json::Value;
 
+use crate::context::hook::{AfterHook, BeforeHook, Hook, HookCall};
 use crate::error::ToolError;
-use crate::hook::{AfterHook, BeforeHook, Hook, HookCall};
-use crate::tool::ToolOutput;
+use crate::vocab::ToolOutput;
 
 /// The combined verdict of the `before` hooks that did not block.
 #[derive(Debug, Default)]

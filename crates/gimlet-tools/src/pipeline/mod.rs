@@ -2,7 +2,7 @@
 //!
 //! [`run`] takes every call through the same stages, in this order:
 //!
-//! 1. **parse** ([`crate::args`]): JSON arguments -> the tool's typed arguments. A schema error
+//! 1. **parse** (`args.rs`): JSON arguments -> the tool's typed arguments. A schema error
 //!    names the field, what was expected and what was given.
 //! 2. **validate**: the tool's semantic checks ([`crate::Tool::validate`]); may correct input.
 //! 3. **permission** (`permission.rs`): the tool's accesses judged by the policy; an `Ask` goes
@@ -45,10 +45,10 @@ use serde_json::Value;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::registry::{DynTool, ErasedArgs, ToolRegistry};
-use crate::tool::{InterruptBehavior, ToolOutput};
+use crate::vocab::{InterruptBehavior, ToolOutput};
 
-pub use crate::hook::{AfterHook, BeforeHook, Hook, HookCall};
-pub use crate::tool::{Cut, CutBy, Truncation};
+pub use crate::context::hook::{AfterHook, BeforeHook, Hook, HookCall};
+pub use crate::vocab::{Cut, CutBy, Truncation};
 pub use truncate::truncate_text;
 
 /// A call that could not be routed to a tool: a protocol fault, not a tool error.

@@ -10,7 +10,7 @@ use crate::audit::{self, AuditRecord};
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::fs::Hasher;
-use crate::tool::{Content, ToolOutput};
+use crate::vocab::{Content, ToolOutput};
 
 /// What a session has used of its budgets.
 #[derive(Debug, Default)]

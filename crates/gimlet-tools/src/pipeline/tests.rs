@@ -9,12 +9,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::ask::{BoxFuture, ScriptedAsker};
+use crate::context::ask::{BoxFuture, ScriptedAsker};
 use crate::context::{AccessKind, ToolEnv};
 use crate::permission::{Access, Approval};
 use crate::registry::ToolSource;
 use crate::testutil::TestWorkspace;
-use crate::tool::{Tool, ToolFlags};
+use crate::tool::Tool;
+use crate::vocab::ToolFlags;
 
 /// Arguments of the test tool.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -8,7 +8,7 @@
 
 use crate::output::LongText;
 use crate::spill::{SpillFile, SpillStore};
-use crate::tool::{
+use crate::vocab::{
     Content, Cut, CutBy, FilePage, OutputLimits, ToolOutput, Truncation, TruncationMode,
 };
 

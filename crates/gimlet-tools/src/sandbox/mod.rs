@@ -47,7 +47,7 @@ use std::thread::JoinHandle;
 
 use serde::{Deserialize, Serialize};
 
-pub use denied::{OutsideGrants, Rerun, SandboxDenied, denial};
+pub use denied::denial;
 pub use helper::{SANDBOX_FAILED, helper_main};
 pub(crate) use mounts::sockets_to_hide;
 

@@ -4,7 +4,7 @@ use serde::Deserialize;
 
 use super::*;
 use crate::permission::{Access, Grants, Mode, Permission, Policy, Rule, RuleAction, RuleOrigin};
-use crate::tool::ToolFlags;
+use crate::vocab::ToolFlags;
 
 fn texts(line: &str) -> Vec<String> {
     parse(line).commands.into_iter().map(|c| c.text).collect()

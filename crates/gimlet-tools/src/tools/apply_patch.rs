@@ -15,7 +15,8 @@ use crate::fs::{Journal, PathError, ResolvedPath, create_parents};
 use crate::patch::{FileOp, Patch, apply_hunks, parse};
 use crate::permission::Access;
 use crate::text::{Document, MatchLevel, in_style_of, render_diff};
-use crate::tool::{JsonObject, Tool, ToolFlags, ToolOutput};
+use crate::tool::Tool;
+use crate::vocab::{JsonObject, ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("apply_patch.md");
 

@@ -7,10 +7,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::ask::{Answer, Question};
+use crate::context::ask::{Answer, Question};
 use crate::context::{ToolContext, ToolEnv};
 use crate::error::ToolError;
-use crate::tool::{InterruptBehavior, JsonObject, Tool, ToolFlags, ToolOutput};
+use crate::tool::Tool;
+use crate::vocab::{InterruptBehavior, JsonObject, ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("ask_user.md");
 
@@ -202,7 +203,7 @@ mod tests {
 
     use serde_json::json;
 
-    use crate::ask::{Answer, ScriptedAsker};
+    use crate::context::ask::{Answer, ScriptedAsker};
     use crate::testutil::TestWorkspace;
 
     async fn ask(
@@ -247,7 +248,7 @@ mod tests {
         assert!(no_client.contains("cannot ask the user"), "{no_client}");
         // Nobody to ask at all (e.g. `gimlet call` without a terminal): the reason, said once.
         let ws = TestWorkspace::new();
-        let nobody = crate::ask::DenyAsker {
+        let nobody = crate::context::ask::DenyAsker {
             why: "stdin is not a terminal",
         };
         let err = ws

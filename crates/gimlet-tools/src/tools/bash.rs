@@ -9,15 +9,18 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::context::{SandboxStatus, ToolContext, ToolEnv};
+use crate::error::SandboxDenied;
 use crate::error::ToolError;
 use crate::fs::PathError;
 use crate::jobs::Jobs;
 use crate::permission::Access;
+use crate::permission::OutsideGrants;
 use crate::process::{command_env, spawn};
 use crate::run::{CommandRun, place, plan, run_foreground, session_tmp};
-use crate::sandbox::{OutsideGrants, SandboxDenied, SandboxSetting};
-use crate::tool::{
-    InterruptBehavior, JsonObject, OutputLimits, Tool, ToolFlags, ToolOutput, TruncationMode,
+use crate::sandbox::SandboxSetting;
+use crate::tool::Tool;
+use crate::vocab::{
+    InterruptBehavior, JsonObject, OutputLimits, ToolFlags, ToolOutput, TruncationMode,
 };
 
 const DESCRIPTION: &str = include_str!("bash.md");
@@ -216,13 +219,16 @@ impl Tool for BashTool {
             cause,
             last_lines,
             output: first.into_output(),
-            rerun: Box::new(move |ctx| {
-                Box::pin(async move {
-                    Ok(run_foreground(&CommandRun::from(&args), ctx, false)
-                        .await?
-                        .into_output())
+            rerun: {
+                let ctx = ctx.clone();
+                Box::new(move || {
+                    Box::pin(async move {
+                        Ok(run_foreground(&CommandRun::from(&args), &ctx, false)
+                            .await?
+                            .into_output())
+                    })
                 })
-            }),
+            },
         })))
     }
 }

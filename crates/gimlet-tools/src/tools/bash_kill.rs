@@ -6,11 +6,12 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::bash_output::{find, report};
 use crate::context::{ToolContext, ToolEnv};
 use crate::error::ToolError;
+use crate::jobs::{find, report};
 use crate::sandbox::KILL_GRACE_MS;
-use crate::tool::{Tool, ToolFlags, ToolOutput};
+use crate::tool::Tool;
+use crate::vocab::{ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("bash_kill.md");
 

@@ -13,7 +13,8 @@ use crate::error::ToolError;
 use crate::fs::PathError;
 use crate::permission::Access;
 use crate::search::walk::{Filters, Stat, collect_files};
-use crate::tool::{InterruptBehavior, JsonObject, Tool, ToolFlags, ToolOutput};
+use crate::tool::Tool;
+use crate::vocab::{InterruptBehavior, JsonObject, ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("glob.md");
 

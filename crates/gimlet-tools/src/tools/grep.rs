@@ -23,7 +23,8 @@ use crate::output::{DEFAULT_KEEP, OutputBuffer};
 use crate::permission::Access;
 use crate::search::ordered::{Flow, map_in_order};
 use crate::search::walk::{Filters, Found, Stat, collect_files, walk_files, walk_threads};
-use crate::tool::{Content, InterruptBehavior, JsonObject, Tool, ToolFlags, ToolOutput};
+use crate::tool::Tool;
+use crate::vocab::{Content, InterruptBehavior, JsonObject, ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("grep.md");
 
@@ -825,8 +826,8 @@ fn output_buffer(ctx: &ToolContext) -> OutputBuffer {
     let buffer = OutputBuffer::new(ctx.env().spill(), keep);
     match limits.mode {
         // Shown from the start: the end need not be kept whole.
-        crate::tool::TruncationMode::Head => buffer.with_tail(64 * 1024),
-        crate::tool::TruncationMode::Tail | crate::tool::TruncationMode::HeadTail => buffer,
+        crate::vocab::TruncationMode::Head => buffer.with_tail(64 * 1024),
+        crate::vocab::TruncationMode::Tail | crate::vocab::TruncationMode::HeadTail => buffer,
     }
 }
 

@@ -24,7 +24,8 @@ use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::fs::PathError;
 use crate::permission::Access;
-use crate::tool::{Tool, ToolFlags, ToolOutput};
+use crate::tool::Tool;
+use crate::vocab::{ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("ls.md");
 

@@ -9,7 +9,8 @@ use crate::change::edit::{OwnedEdit, change_schema, edit_file, edit_preview};
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::permission::Access;
-use crate::tool::{JsonObject, Tool, ToolFlags, ToolOutput};
+use crate::tool::Tool;
+use crate::vocab::{JsonObject, ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("multi_edit.md");
 

@@ -13,7 +13,8 @@ use crate::error::ToolError;
 use crate::fs::Journal;
 use crate::notebook::{CellRef, CellType, Notebook};
 use crate::permission::Access;
-use crate::tool::{Tool, ToolFlags, ToolOutput};
+use crate::tool::Tool;
+use crate::vocab::{ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("notebook_edit.md");
 

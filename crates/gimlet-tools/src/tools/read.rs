@@ -14,7 +14,8 @@ use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::fs::{ContentHash, FileStamp, Hasher, ResolvedPath, nowait};
 use crate::permission::Access;
-use crate::tool::{Content, FilePage, OutputLimits, Tool, ToolFlags, ToolOutput};
+use crate::tool::Tool;
+use crate::vocab::{Content, FilePage, OutputLimits, ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("read.md");
 

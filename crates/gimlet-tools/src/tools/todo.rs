@@ -10,7 +10,8 @@ use serde_json::json;
 
 use crate::context::{ToolContext, ToolEnv};
 use crate::error::ToolError;
-use crate::tool::{InterruptBehavior, JsonObject, Tool, ToolFlags, ToolOutput};
+use crate::tool::Tool;
+use crate::vocab::{InterruptBehavior, JsonObject, ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("todo.md");
 

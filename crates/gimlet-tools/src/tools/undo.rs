@@ -13,7 +13,8 @@ use crate::error::ToolError;
 use crate::fs::{Journal, JournalEntry, create_parents};
 use crate::permission::Access;
 use crate::text::{Document, render_diff};
-use crate::tool::{Tool, ToolFlags, ToolOutput};
+use crate::tool::Tool;
+use crate::vocab::{ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("undo.md");
 

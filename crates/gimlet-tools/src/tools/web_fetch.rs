@@ -13,7 +13,8 @@ use tokio::time::Instant;
 use crate::context::{ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::permission::Access;
-use crate::tool::{JsonObject, Tool, ToolFlags, ToolOutput};
+use crate::tool::Tool;
+use crate::vocab::{JsonObject, ToolFlags, ToolOutput};
 use crate::web::{check_ip, client, host_ip, refusal};
 
 const DESCRIPTION: &str = include_str!("web_fetch.md");

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use crate::context::{ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::permission::Access;
-use crate::tool::{JsonObject, Tool, ToolFlags, ToolOutput};
+use crate::tool::Tool;
+use crate::vocab::{JsonObject, ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("web_search.md");
 

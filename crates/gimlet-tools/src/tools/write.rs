@@ -13,7 +13,8 @@ use crate::error::ToolError;
 use crate::fs::{Journal, create_parents};
 use crate::permission::Access;
 use crate::text::{Document, in_style_of, render_diff};
-use crate::tool::{JsonObject, Tool, ToolFlags, ToolOutput};
+use crate::tool::Tool;
+use crate::vocab::{JsonObject, ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("write.md");
 

@@ -16,7 +16,8 @@ mod render;
 
 use crate::lsp::{Client, Waited};
 use crate::permission::Access;
-use crate::tool::{InterruptBehavior, Tool, ToolFlags, ToolOutput};
+use crate::tool::Tool;
+use crate::vocab::{InterruptBehavior, ToolFlags, ToolOutput};
 use render::{Place, Sources};
 
 const DESCRIPTION: &str = include_str!("lsp.md");
@@ -193,11 +194,11 @@ impl Tool for LspTool {
             if let Some(note) = note {
                 output
                     .content
-                    .push(crate::tool::Content::Text(format!("note: {note}.")));
+                    .push(crate::vocab::Content::Text(format!("note: {note}.")));
             }
             let busy = client.busy();
             if !busy.is_empty() {
-                output.content.push(crate::tool::Content::Text(format!(
+                output.content.push(crate::vocab::Content::Text(format!(
                     "note: {} is still busy ({}): the answer may be incomplete; ask again shortly.",
                     client.name,
                     busy.join(", ")

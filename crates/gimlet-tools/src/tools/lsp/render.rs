@@ -13,7 +13,7 @@ use crate::context::{AccessKind, ToolContext};
 use crate::fs::RootSet;
 use crate::lsp::position::{human, line_at, path_of};
 use crate::permission::Permission;
-use crate::tool::ToolFlags;
+use crate::vocab::ToolFlags;
 
 /// A place a server pointed at.
 #[derive(Debug, Clone, PartialEq, Eq)]

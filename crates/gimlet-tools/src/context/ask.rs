@@ -5,16 +5,13 @@
 
 use crate::util::MutexExt as _;
 use std::collections::VecDeque;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::context::ToolContext;
 use crate::permission::{Approval, AskRequest, PendingAsk};
 
-/// A boxed, `Send` future, as trait objects return them.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use crate::vocab::BoxFuture;
 
 /// A question for the user from the `ask_user` tool.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,9 +4,9 @@
 
 use serde_json::Value;
 
-use crate::ask::BoxFuture;
 use crate::context::ToolContext;
-use crate::tool::ToolOutput;
+use crate::context::ask::BoxFuture;
+use crate::vocab::ToolOutput;
 
 /// The call a hook sees.
 #[derive(Debug, Clone, Copy)]
