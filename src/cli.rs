@@ -8,14 +8,12 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use gimlet_mcp::Shape;
 use gimlet_tools::ask::{Answer, Asker, BoxFuture, Question};
-use gimlet_tools::audit::AuditLog;
-use gimlet_tools::command_hook::CommandHook;
-use gimlet_tools::config::{ConfigFile, PROJECT_FILE};
+use gimlet_tools::config::ConfigFile;
 use gimlet_tools::pipeline::{self, CallError};
-use gimlet_tools::plugin::CommandTool;
 use gimlet_tools::sandbox::SandboxSetting;
+use gimlet_tools::setup::{self, Setup};
 use gimlet_tools::{
-    Approval, AskRequest, Content, DenyAsker, Mode, ToolContext, ToolEnv, ToolRegistry, ToolSource,
+    Approval, AskRequest, Content, DenyAsker, Mode, ToolContext, ToolEnv, ToolRegistry,
 };
 use tracing_subscriber::EnvFilter;
 
@@ -154,39 +152,34 @@ pub(crate) enum SandboxArg {
     Off,
 }
 
+/// What the flags say, for the library's assembly ([`gimlet_tools::setup`]).
+fn flags(global: &GlobalArgs) -> Setup {
+    let exec_helper = match std::env::current_exe() {
+        Ok(me) => Some(me),
+        Err(err) => {
+            tracing::warn!(
+                "cannot find the gimlet binary to run commands with: {err}; bash is off"
+            );
+            None
+        }
+    };
+    Setup {
+        config: global.config.clone(),
+        roots: global.roots.clone(),
+        mode: global.mode.map(Mode::from),
+        sandbox: match global.sandbox {
+            SandboxArg::Auto => SandboxSetting::Auto,
+            SandboxArg::On => SandboxSetting::On,
+            SandboxArg::Off => SandboxSetting::Off,
+        },
+        audit_log: global.audit_log.clone(),
+        exec_helper,
+    }
+}
+
 /// The user's config file, tightened by each root's `.gimlet.toml`.
 fn config(global: &GlobalArgs) -> anyhow::Result<ConfigFile> {
-    let mut config = match &global.config {
-        Some(path) => ConfigFile::load(path)?,
-        None => match ConfigFile::default_path() {
-            Some(path) => ConfigFile::load_if_present(&path)?.unwrap_or_default(),
-            None => ConfigFile::default(),
-        },
-    };
-    // The project files of the roots gimlet will use: those given, or the implicit one.
-    let roots = if global.roots.is_empty() {
-        gimlet_tools::fs::implicit_root_here().into_iter().collect()
-    } else {
-        global.roots.clone()
-    };
-    for root in roots {
-        if !root.is_dir() {
-            // Not a usable root: opening the roots says so, clearly, right after this.
-            continue;
-        }
-        let path = root.join(PROJECT_FILE);
-        if let Some(project) = ConfigFile::load_if_present(&path)? {
-            let ignored = config.tighten_with(project);
-            if !ignored.is_empty() {
-                tracing::warn!(
-                    "{}: a project config can only tighten; ignored {}",
-                    path.display(),
-                    ignored.join(", ")
-                );
-            }
-        }
-    }
-    Ok(config)
+    Ok(setup::load_config(global.config.as_deref(), &global.roots)?)
 }
 
 /// The environment, the tools and the shape of results, from the flags and the config files.
@@ -197,57 +190,8 @@ fn setup(global: &GlobalArgs) -> anyhow::Result<(ToolEnv, ToolRegistry, Shape)> 
     } else {
         Shape::Text
     };
-    let sandbox = match global.sandbox {
-        SandboxArg::Auto => SandboxSetting::Auto,
-        SandboxArg::On => SandboxSetting::On,
-        SandboxArg::Off => SandboxSetting::Off,
-    };
-    let mut builder = ToolEnv::builder()
-        .sandbox(sandbox)
-        .policy(config.policy(global.mode.map(Mode::from))?)
-        .settings(config.tools.clone())
-        .unix_sockets(config.sandbox.unix_sockets.clone())
-        .lsp(config.lsp.clone())
-        .budget(config.budget);
-    if config.output.max_lines.is_some() || config.output.max_bytes.is_some() {
-        // Limits left at their defaults may be lowered for a client that shows its model less.
-        builder = builder.limits(config.limits());
-    }
-    if let Some(path) = &global.audit_log {
-        let log = AuditLog::open(path)
-            .with_context(|| format!("cannot open the audit log {}", path.display()))?;
-        builder = builder.audit(log);
-    }
-    match std::env::current_exe() {
-        Ok(me) => builder = builder.exec_helper(me),
-        Err(err) => {
-            tracing::warn!(
-                "cannot find the gimlet binary to run commands with: {err}; bash is off"
-            );
-        }
-    }
-    for root in &global.roots {
-        builder = builder.root(root);
-    }
-    for hook in &config.hooks {
-        builder = builder.hook(Arc::new(CommandHook::new(hook)?));
-    }
-    Ok((builder.build()?, registry(&config)?, shape))
-}
-
-/// The built-in tools and the config's plugin tools, less those the config disables.
-fn registry(config: &ConfigFile) -> anyhow::Result<ToolRegistry> {
-    let mut registry = ToolRegistry::builtin();
-    for plugin in &config.plugins {
-        registry.register_dyn(Arc::new(CommandTool::new(plugin)?), ToolSource::Plugin);
-    }
-    for name in &config.disabled_tools {
-        if registry.get(name).is_none() {
-            tracing::warn!("the config disables `{name}`, but there is no such tool");
-        }
-        registry.disable(name);
-    }
-    Ok(registry)
+    let env = setup::environment(&config, &flags(global))?;
+    Ok((env, setup::registry(&config)?, shape))
 }
 
 /// SIGHUP: the config files again. The mode, rules and disabled tools change; the rest
@@ -259,7 +203,7 @@ fn reload(global: &GlobalArgs) -> Result<gimlet_mcp::Reloaded, String> {
         .map_err(|e| e.to_string())?;
     Ok(gimlet_mcp::Reloaded {
         policy,
-        registry: registry(&config).map_err(|e| format!("{e:#}"))?,
+        registry: setup::registry(&config).map_err(|e| format!("{e:#}"))?,
     })
 }
 

@@ -54,6 +54,7 @@ mod run;
 pub mod sandbox;
 pub mod schema;
 mod search;
+pub mod setup;
 pub mod shell;
 pub mod spill;
 pub mod text;
