@@ -332,3 +332,7 @@ impl<F: Future> Future for CatchUnwind<F> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+#[path = "paths_tests.rs"]
+mod paths_tests;
