@@ -28,11 +28,11 @@ use crate::pipeline::{AfterHook, BeforeHook, Hook, HookCall};
 use crate::vocab::{Content, ToolOutput};
 
 /// The exit code by which a hook blocks a call (as in Claude Code).
-pub const BLOCK_EXIT_CODE: i32 = 2;
+pub(crate) const BLOCK_EXIT_CODE: i32 = 2;
 
 /// A hook declared in the config file.
 #[derive(Debug)]
-pub struct CommandHook {
+pub(crate) struct CommandHook {
     name: String,
     event: HookEvent,
     tool: GlobMatcher,
@@ -51,7 +51,7 @@ pub struct HookConfigError {
 
 impl CommandHook {
     /// Compiles a config entry.
-    pub fn new(config: &HookConfig) -> Result<Self, HookConfigError> {
+    pub(crate) fn new(config: &HookConfig) -> Result<Self, HookConfigError> {
         let error = |message: String| HookConfigError {
             command: config.command.clone(),
             message,

@@ -12,7 +12,7 @@ const MAX_OUTPUT_CHARS: usize = 2000;
 
 /// A parsed notebook.
 #[derive(Debug, Clone)]
-pub struct Notebook {
+pub(crate) struct Notebook {
     root: Map<String, Value>,
 }
 
@@ -42,7 +42,7 @@ impl CellType {
 
 /// Where an edit applies: a cell's id or its 0-based index.
 #[derive(Debug, Clone, Copy)]
-pub enum CellRef<'a> {
+pub(crate) enum CellRef<'a> {
     /// The cell's `id`.
     Id(&'a str),
     /// The 0-based position.
@@ -51,7 +51,7 @@ pub enum CellRef<'a> {
 
 impl Notebook {
     /// Parses a notebook; the error says what is wrong.
-    pub fn parse(bytes: &[u8]) -> Result<Self, String> {
+    pub(crate) fn parse(bytes: &[u8]) -> Result<Self, String> {
         let value: Value =
             serde_json::from_slice(bytes).map_err(|e| format!("it is not valid JSON: {e}"))?;
         let Value::Object(root) = value else {
@@ -90,17 +90,12 @@ impl Notebook {
     }
 
     /// How many cells.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.cells().len()
     }
 
-    /// Whether there are no cells.
-    pub fn is_empty(&self) -> bool {
-        self.cells().is_empty()
-    }
-
     /// The kernel's language, if the metadata says.
-    pub fn language(&self) -> Option<&str> {
+    pub(crate) fn language(&self) -> Option<&str> {
         let meta = self.root.get("metadata")?;
         meta.pointer("/kernelspec/language")
             .or_else(|| meta.pointer("/language_info/name"))
@@ -118,7 +113,7 @@ impl Notebook {
     }
 
     /// The index a reference points at, or an error listing what there is.
-    pub fn find(&self, cell: CellRef<'_>) -> Result<usize, String> {
+    pub(crate) fn find(&self, cell: CellRef<'_>) -> Result<usize, String> {
         match cell {
             CellRef::Index(i) if i < self.len() => Ok(i),
             CellRef::Index(i) => Err(format!(
@@ -147,7 +142,7 @@ impl Notebook {
 
     /// Replaces a cell's source (and its type, if given). A code cell's outputs are cleared:
     /// they belonged to the old code.
-    pub fn replace(&mut self, index: usize, source: &str, cell_type: Option<CellType>) {
+    pub(crate) fn replace(&mut self, index: usize, source: &str, cell_type: Option<CellType>) {
         let cell = &mut self.cells_mut()[index];
         let Value::Object(cell) = cell else { return };
         cell.insert("source".into(), source_value(source));
@@ -168,7 +163,12 @@ impl Notebook {
     }
 
     /// Inserts a new cell at `index`; returns its id, if cells have ids.
-    pub fn insert(&mut self, index: usize, source: &str, cell_type: CellType) -> Option<String> {
+    pub(crate) fn insert(
+        &mut self,
+        index: usize,
+        source: &str,
+        cell_type: CellType,
+    ) -> Option<String> {
         let id = self.has_ids().then(new_cell_id);
         let mut cell = json!({
             "cell_type": cell_type.as_str(),
@@ -187,12 +187,12 @@ impl Notebook {
     }
 
     /// Removes a cell.
-    pub fn delete(&mut self, index: usize) {
+    pub(crate) fn delete(&mut self, index: usize) {
         self.cells_mut().remove(index);
     }
 
     /// A cell's id, if it has one.
-    pub fn id_of(&self, index: usize) -> Option<String> {
+    pub(crate) fn id_of(&self, index: usize) -> Option<String> {
         self.cells()
             .get(index)?
             .get("id")
@@ -201,7 +201,7 @@ impl Notebook {
     }
 
     /// The notebook as Jupyter writes it.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
         let formatter = serde_json::ser::PrettyFormatter::with_indent(b" ");
         let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
@@ -212,7 +212,7 @@ impl Notebook {
     }
 
     /// The cells as `read` shows them: index, id, type, source and text outputs.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut text = String::new();
         for (i, cell) in self.cells().iter().enumerate() {
             let kind = cell

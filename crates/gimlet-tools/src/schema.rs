@@ -38,11 +38,6 @@ pub fn object(value: Value) -> JsonObject {
     }
 }
 
-/// The output schema of `T`, with the same clean-ups as [`input_schema`].
-pub fn output_schema<T: JsonSchema>() -> JsonObject {
-    object_schema::<T>()
-}
-
 /// Makes a schema portable to clients that map tool schemas onto a single-`type` dialect (the
 /// `OpenAPI` subset behind Gemini function declarations, some validators): a `type` array such
 /// as `["string", "null"]` becomes `anyOf` branches of one `type` each, everywhere in the

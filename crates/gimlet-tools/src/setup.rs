@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::audit::AuditLog;
-use crate::command_hook::{CommandHook, HookConfigError};
+use crate::command_hook::CommandHook;
+pub use crate::command_hook::HookConfigError;
 use crate::config::{ConfigError, ConfigFile, PROJECT_FILE};
 use crate::context::{EnvError, ToolEnv};
 use crate::permission::{Mode, RuleError};

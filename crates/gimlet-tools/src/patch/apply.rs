@@ -12,7 +12,7 @@ use super::Hunk;
 /// A hunk that could not be placed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("hunk {hunk} (patch line {patch_line}): {message}")]
-pub struct HunkError {
+pub(crate) struct HunkError {
     /// The 1-based hunk number within its file.
     pub hunk: usize,
     /// Where the hunk starts in the patch.
@@ -74,7 +74,10 @@ fn not_found(
 
 /// Applies hunks in order. Returns the new text (in the document's style: untouched lines keep
 /// their own endings, added lines take the dominant one) and how each hunk matched.
-pub fn apply_hunks(doc: &Document, hunks: &[Hunk]) -> Result<(String, Vec<MatchLevel>), HunkError> {
+pub(crate) fn apply_hunks(
+    doc: &Document,
+    hunks: &[Hunk],
+) -> Result<(String, Vec<MatchLevel>), HunkError> {
     let text = doc.normalized();
     let lines = Lines::of(text);
     let mut position = 0;

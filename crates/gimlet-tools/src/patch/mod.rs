@@ -20,18 +20,18 @@
 
 mod apply;
 
-pub use apply::{HunkError, apply_hunks};
+pub(crate) use apply::apply_hunks;
 
 /// A parsed patch.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Patch {
+pub(crate) struct Patch {
     /// The operations, in order.
     pub ops: Vec<FileOp>,
 }
 
 /// One file operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FileOp {
+pub(crate) enum FileOp {
     /// Create a file.
     Add {
         /// Its path.
@@ -57,7 +57,7 @@ pub enum FileOp {
 
 impl FileOp {
     /// The path the operation reads or removes.
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         match self {
             Self::Add { path, .. } | Self::Delete { path } | Self::Update { path, .. } => path,
         }
@@ -66,7 +66,7 @@ impl FileOp {
 
 /// One `@@` hunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hunk {
+pub(crate) struct Hunk {
     /// The text after `@@`: a line to find first (e.g. a function signature).
     pub anchor: Option<String>,
     /// The hunk's lines.
@@ -83,7 +83,7 @@ pub struct Hunk {
 
 impl Hunk {
     /// The lines the file has now (context and removed).
-    pub fn old_lines(&self) -> Vec<&str> {
+    pub(crate) fn old_lines(&self) -> Vec<&str> {
         self.lines
             .iter()
             .filter_map(|l| match l {
@@ -94,7 +94,7 @@ impl Hunk {
     }
 
     /// The lines it will have (context and added).
-    pub fn new_lines(&self) -> Vec<&str> {
+    pub(crate) fn new_lines(&self) -> Vec<&str> {
         self.lines
             .iter()
             .filter_map(|l| match l {
@@ -107,7 +107,7 @@ impl Hunk {
 
 /// One line of a hunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HunkLine {
+pub(crate) enum HunkLine {
     /// Unchanged.
     Context(String),
     /// Removed.
@@ -119,7 +119,7 @@ pub enum HunkLine {
 /// A patch that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid patch, line {line}: {message}")]
-pub struct ParseError {
+pub(crate) struct ParseError {
     /// The 1-based patch line.
     pub line: usize,
     /// What was wrong and what was expected.
@@ -158,7 +158,7 @@ fn error(line: usize, message: impl Into<String>) -> ParseError {
 /// - a first hunk without `@@`; `@@ anchor @@`; blank context lines without their leading space;
 ///   blank lines after `*** End of File`; blank lines inside an added file (as empty lines);
 /// - CRLF line breaks.
-pub fn parse(text: &str) -> Result<Patch, ParseError> {
+pub(crate) fn parse(text: &str) -> Result<Patch, ParseError> {
     let all: Vec<&str> = text.lines().collect();
     let (offset, lines) = envelope(&all)?;
     let number = |i: usize| offset + i + 1;

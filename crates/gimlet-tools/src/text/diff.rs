@@ -15,7 +15,7 @@ const MAX_DIFF_LINES: usize = 20_000;
 
 /// Lines added and removed by a change.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct DiffStats {
+pub(crate) struct DiffStats {
     /// Lines added.
     pub added: usize,
     /// Lines removed.
@@ -39,7 +39,7 @@ fn line<'a>(text: &'a str, starts: &[usize], i: usize) -> &'a str {
 
 /// A unified diff of two texts (`\n` breaks), 3 lines of context, each line numbered: context
 /// and added lines by their new number, removed lines by their old one.
-pub fn render_diff(before: &str, after: &str) -> (String, DiffStats) {
+pub(crate) fn render_diff(before: &str, after: &str) -> (String, DiffStats) {
     let (old, new) = (line_starts(before), line_starts(after));
     let (old_lines, new_lines) = (old.len() - 1, new.len() - 1);
     let mut prefix = 0;

@@ -28,7 +28,7 @@ use super::Document;
 /// How `old_string` was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum MatchLevel {
+pub(crate) enum MatchLevel {
     /// Exactly as written.
     Exact,
     /// Ignoring trailing whitespace.
@@ -45,7 +45,7 @@ pub enum MatchLevel {
 
 impl MatchLevel {
     /// Words for the result.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Self::Exact => "exact match",
             Self::TrailingWhitespace => "matched ignoring trailing whitespace",
@@ -77,7 +77,7 @@ pub(crate) const LINE_LEVELS: [MatchLevel; 4] = [
 
 /// Where to replace, and with what.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Replacement {
+pub(crate) struct Replacement {
     /// Normalized ranges and their new text (`\n` breaks), ascending.
     pub edits: Vec<(Range<usize>, String)>,
     /// How the text was found.
@@ -86,7 +86,7 @@ pub struct Replacement {
 
 /// Why `old_string` could not be placed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum MatchError {
+pub(crate) enum MatchError {
     /// Nowhere.
     #[error("`old_string` was not found{}", closest.as_deref().map_or_else(|| String::from("; read the file again and copy the exact text, whitespace included"), |c| format!(". {c}")))]
     NotFound {
@@ -112,7 +112,7 @@ pub enum MatchError {
 }
 
 /// Places one `old` -> `new` change (both with `\n` breaks) in `doc`.
-pub fn find_replacement(
+pub(crate) fn find_replacement(
     doc: &Document,
     old: &str,
     new: &str,

@@ -9,31 +9,21 @@
 mod diff;
 mod matcher;
 
-pub use diff::{DiffStats, render_diff};
+pub(crate) use diff::{DiffStats, render_diff};
 pub(crate) use matcher::{
     LINE_LEVELS, Lines, Window, closest, find_windows, insertion, window_edits,
 };
-pub use matcher::{MatchError, MatchLevel, Replacement, find_replacement};
+pub(crate) use matcher::{MatchError, MatchLevel, find_replacement};
 
 use std::fmt;
 
 /// A line ending.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
+pub(crate) enum Ending {
     /// `\n`
     Lf,
     /// `\r\n`
     CrLf,
-}
-
-impl Ending {
-    /// The bytes of the ending.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Lf => "\n",
-            Self::CrLf => "\r\n",
-        }
-    }
 }
 
 const BOM: &str = "\u{feff}";
@@ -45,7 +35,7 @@ const BOM: &str = "\u{feff}";
      UTF-8 text only and will not rewrite it with replacement characters. Convert it first (e.g. \
      `iconv -f latin1 -t utf-8`), or change it with a command"
 )]
-pub struct EncodingError {
+pub(crate) struct EncodingError {
     /// The first invalid byte.
     pub byte: u8,
     /// Its offset in the file.
@@ -56,7 +46,7 @@ pub struct EncodingError {
 
 /// A text file, decoded.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Document {
+pub(crate) struct Document {
     /// The original text (BOM included).
     original: String,
     /// The text matched against: BOM removed, `\r\n` as `\n`; `None` when that is the
@@ -78,7 +68,7 @@ impl fmt::Debug for Document {
 
 impl Document {
     /// Decodes bytes; refuses invalid UTF-8.
-    pub fn decode(bytes: Vec<u8>) -> Result<Self, EncodingError> {
+    pub(crate) fn decode(bytes: Vec<u8>) -> Result<Self, EncodingError> {
         let original = String::from_utf8(bytes).map_err(|err| {
             let offset = err.utf8_error().valid_up_to();
             let bytes = err.as_bytes();
@@ -93,7 +83,7 @@ impl Document {
     }
 
     /// A document of valid text.
-    pub fn from_text(original: String) -> Self {
+    pub(crate) fn from_text(original: String) -> Self {
         let bom = original.starts_with(BOM);
         let body = if bom {
             &original[BOM.len()..]
@@ -125,22 +115,22 @@ impl Document {
     }
 
     /// The original text.
-    pub fn original(&self) -> &str {
+    pub(crate) fn original(&self) -> &str {
         &self.original
     }
 
     /// The normalized text: no BOM, `\n` line endings.
-    pub fn normalized(&self) -> &str {
+    pub(crate) fn normalized(&self) -> &str {
         self.normalized.as_deref().unwrap_or(&self.original)
     }
 
     /// Whether the file starts with a UTF-8 BOM.
-    pub fn has_bom(&self) -> bool {
+    pub(crate) fn has_bom(&self) -> bool {
         self.bom
     }
 
     /// The ending most lines use (`\n` when there are none or it is a tie).
-    pub fn dominant_ending(&self) -> Ending {
+    pub(crate) fn dominant_ending(&self) -> Ending {
         let newlines = memchr::memchr_iter(b'\n', self.normalized().as_bytes()).count();
         if self.crlf_at.len() * 2 > newlines {
             Ending::CrLf
@@ -150,14 +140,14 @@ impl Document {
     }
 
     /// Maps an offset in the normalized text to the original text.
-    pub fn original_offset(&self, normalized: usize) -> usize {
+    pub(crate) fn original_offset(&self, normalized: usize) -> usize {
         let crlf_before = self.crlf_at.partition_point(|&at| at < normalized);
         normalized + crlf_before + if self.bom { BOM.len() } else { 0 }
     }
 
     /// Replaces normalized ranges (ascending, not overlapping) by texts whose line breaks are
     /// `\n`; they are written with the file's dominant ending. Everything else keeps its bytes.
-    pub fn replace(&self, edits: &[(std::ops::Range<usize>, String)]) -> String {
+    pub(crate) fn replace(&self, edits: &[(std::ops::Range<usize>, String)]) -> String {
         let ending = self.dominant_ending();
         let mut out = String::with_capacity(self.original.len() + 64);
         let mut copied = 0;
@@ -176,7 +166,7 @@ impl Document {
     }
 
     /// The 1-based line of a normalized offset.
-    pub fn line_of(&self, normalized: usize) -> usize {
+    pub(crate) fn line_of(&self, normalized: usize) -> usize {
         let text = self.normalized().as_bytes();
         memchr::memchr_iter(b'\n', &text[..normalized.min(text.len())]).count() + 1
     }
@@ -184,7 +174,7 @@ impl Document {
 
 /// Writes `text` (with `\n` breaks) in the style of `like`: its dominant ending and its BOM.
 /// Used by `write` so that overwriting a CRLF file with LF text keeps it CRLF.
-pub fn in_style_of(like: &Document, text: &str) -> String {
+pub(crate) fn in_style_of(like: &Document, text: &str) -> String {
     let body = text.strip_prefix(BOM).unwrap_or(text);
     let body = if body.contains('\r') || like.dominant_ending() == Ending::Lf {
         body.to_owned()
@@ -200,7 +190,7 @@ pub fn in_style_of(like: &Document, text: &str) -> String {
 
 /// One `old` -> `new` change.
 #[derive(Debug, Clone, Copy)]
-pub struct EditSpec<'a> {
+pub(crate) struct EditSpec<'a> {
     /// The text to find.
     pub old: &'a str,
     /// Its replacement.
@@ -211,7 +201,7 @@ pub struct EditSpec<'a> {
 
 /// The result of [`apply_edits`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Applied {
+pub(crate) struct Applied {
     /// The new text, in the file's own style (endings, BOM).
     pub text: String,
     /// How each edit was matched.
@@ -222,7 +212,10 @@ pub struct Applied {
 
 /// Applies edits in order, each to the result of the one before. All or nothing: the error
 /// gives the index of the edit that failed.
-pub fn apply_edits(doc: &Document, edits: &[EditSpec<'_>]) -> Result<Applied, (usize, MatchError)> {
+pub(crate) fn apply_edits(
+    doc: &Document,
+    edits: &[EditSpec<'_>],
+) -> Result<Applied, (usize, MatchError)> {
     let mut current: std::borrow::Cow<'_, Document> = std::borrow::Cow::Borrowed(doc);
     let mut levels = Vec::with_capacity(edits.len());
     let mut replacements = 0;
@@ -243,7 +236,7 @@ pub fn apply_edits(doc: &Document, edits: &[EditSpec<'_>]) -> Result<Applied, (u
 }
 
 /// Normalizes text the model wrote: `\r\n` as `\n`, no BOM.
-pub fn normalize_input(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn normalize_input(text: &str) -> std::borrow::Cow<'_, str> {
     let text = text.strip_prefix(BOM).unwrap_or(text);
     if text.contains("\r\n") {
         text.replace("\r\n", "\n").into()
