@@ -3,6 +3,7 @@
 //! read-only, git directories pinned), the run in the foreground with heartbeats, the undoing
 //! of what it planted, and the result. A room of its own, so that no tool imports another.
 
+use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -245,34 +246,67 @@ pub(crate) fn session_tmp(ctx: &ToolContext) -> Result<PathBuf, ToolError> {
         .ok_or_else(|| ToolError::failed("cannot create the session's temp directory"))
 }
 
-pub(crate) async fn run_foreground(
-    args: &CommandRun,
+/// A command ready to start.
+pub(crate) struct Prepared {
+    /// The program that runs it.
+    pub(crate) helper: PathBuf,
+    /// How it runs.
+    pub(crate) plan: HelperPlan,
+    /// What the sandbox protects, to undo what the command planted, after it.
+    pub(crate) protected: Option<Scan>,
+    /// Its environment.
+    pub(crate) env: Vec<(OsString, OsString)>,
+    /// What was undone before it (what running background jobs planted).
+    pub(crate) notes: Vec<String>,
+}
+
+/// Prepares a command to start, in the foreground or the background: what running background
+/// jobs planted is undone first (the protection scan must not take it for the user's own),
+/// then the plan, the session's temp directory and the environment. Off the runtime.
+pub(crate) async fn prepare(
+    run: &CommandRun,
     ctx: &ToolContext,
     sandboxed: bool,
-) -> Result<Finished, ToolError> {
+) -> Result<Prepared, ToolError> {
     let helper = ctx
         .env()
         .exec()
         .helper()
         .map(std::path::Path::to_owned)
         .ok_or_else(|| ToolError::failed("no command helper configured"))?;
-    let (plan, protected, env, mut notes) = {
-        let args = args.clone();
-        ctx.blocking(move |ctx| {
-            // What running background jobs planted goes first: the scan must not take it for
-            // the user's own.
-            let notes = ctx.session().state::<Jobs>().undo_planted();
-            let (plan, protected) = plan(&args, &ctx, sandboxed)?;
-            let tmp = if sandboxed {
-                Some(session_tmp(&ctx)?)
-            } else {
-                None
-            };
-            let env = command_env(&ctx.env().settings().bash, tmp.as_deref());
-            Ok((plan, protected, env, notes))
+    let run = run.clone();
+    ctx.blocking(move |ctx| {
+        let notes = ctx.session().state::<Jobs>().undo_planted();
+        let (plan, protected) = plan(&run, &ctx, sandboxed)?;
+        let tmp = if sandboxed {
+            Some(session_tmp(&ctx)?)
+        } else {
+            None
+        };
+        let env = command_env(&ctx.env().settings().bash, tmp.as_deref());
+        Ok(Prepared {
+            helper,
+            plan,
+            protected,
+            env,
+            notes,
         })
-        .await?
-    };
+    })
+    .await
+}
+
+pub(crate) async fn run_foreground(
+    args: &CommandRun,
+    ctx: &ToolContext,
+    sandboxed: bool,
+) -> Result<Finished, ToolError> {
+    let Prepared {
+        helper,
+        plan,
+        protected,
+        env,
+        mut notes,
+    } = prepare(args, ctx, sandboxed).await?;
     let timeout = Duration::from_millis(args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS));
     let mut running = spawn(&helper, place(&plan, ctx), &env)
         .await

@@ -15,8 +15,8 @@ use crate::fs::PathError;
 use crate::jobs::Jobs;
 use crate::permission::Access;
 use crate::permission::OutsideGrants;
-use crate::process::{command_env, spawn};
-use crate::run::{CommandRun, place, plan, run_foreground, session_tmp};
+use crate::process::spawn;
+use crate::run::{CommandRun, Prepared, place, prepare, run_foreground};
 use crate::sandbox::SandboxSetting;
 use crate::tool::Tool;
 use crate::vocab::{
@@ -248,29 +248,13 @@ async fn start_background(
     ctx: &ToolContext,
     sandboxed: bool,
 ) -> Result<ToolOutput, ToolError> {
-    let helper = ctx
-        .env()
-        .exec()
-        .helper()
-        .map(std::path::Path::to_owned)
-        .ok_or_else(|| ToolError::failed("no command helper configured"))?;
-    let (plan, protected, env) = {
-        let run = CommandRun::from(args);
-        ctx.blocking(move |ctx| {
-            let (plan, protected) = plan(&run, &ctx, sandboxed)?;
-            let tmp = if sandboxed {
-                Some(session_tmp(&ctx)?)
-            } else {
-                None
-            };
-            Ok((
-                plan,
-                protected,
-                command_env(&ctx.env().settings().bash, tmp.as_deref()),
-            ))
-        })
-        .await?
-    };
+    let Prepared {
+        helper,
+        plan,
+        protected,
+        env,
+        notes,
+    } = prepare(&CommandRun::from(args), ctx, sandboxed).await?;
     let running = spawn(&helper, place(&plan, ctx), &env)
         .await
         .map_err(|e| ToolError::io(format!("starting `{}`", args.command), e))?;
@@ -281,11 +265,15 @@ async fn start_background(
     } else {
         "not sandboxed"
     };
-    let text = format!(
+    let mut text = format!(
         "Started `{}` in the background as {} ({where_}). Read its output with bash_output {{\"job_id\": \"{}\"}}; \
          stop it with bash_kill. It stops when the session ends.",
         args.command, job.id, job.id
     );
+    for note in notes {
+        text.push('\n');
+        text.push_str(&note);
+    }
     Ok(ToolOutput::text(text)
         .with_title(args.command.clone())
         .with_structured(json!({
