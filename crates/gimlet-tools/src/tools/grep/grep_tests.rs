@@ -478,7 +478,7 @@ async fn multiline_counts_each_match() {
 fn long_lines_are_cut_without_decoding_them_whole() {
     let matcher = grep_regex::RegexMatcher::new("needle").unwrap();
     let line = format!("{}needle{}", "é".repeat(5000), "x".repeat(5000));
-    let shown = super::shown_line(line.as_bytes(), &matcher);
+    let shown = super::printer::shown_line(line.as_bytes(), &matcher);
     assert!(shown.starts_with("[... 4900 chars] "), "{shown}");
     assert!(shown.ends_with(" [4806 chars ...]"), "{shown}");
     assert!(shown.contains("éneedlex"));
