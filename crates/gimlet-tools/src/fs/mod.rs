@@ -7,6 +7,7 @@ mod journal;
 mod locks;
 pub mod nowait;
 mod paths;
+mod suggest;
 
 pub use atomic_write::{
     Expected, FileId, Ownership, WriteError, create_parents, remove_checked, remove_file,

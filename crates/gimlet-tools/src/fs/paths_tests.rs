@@ -5,6 +5,7 @@ use pretty_assertions::assert_eq;
 use rustix::fs::{Mode, OFlags};
 
 use super::*;
+use crate::fs::suggest::likeness;
 use crate::testutil::TestWorkspace;
 
 fn roots(ws: &TestWorkspace) -> RootSet {
