@@ -16,6 +16,7 @@
 //! # }
 //! ```
 
+mod app;
 mod ask;
 mod form;
 mod hosts;
@@ -135,12 +136,12 @@ pub async fn serve_http(config: ServerConfig, server: HttpServer) -> Result<(), 
     server.run(app).await
 }
 
-async fn start(config: ServerConfig) -> Result<Arc<server::App>, ServeError> {
+async fn start(config: ServerConfig) -> Result<Arc<app::App>, ServeError> {
     start_app(config).await.map(Arc::new)
 }
 
 /// The shared state, and the hourly sweep of old saved outputs.
-async fn start_app(config: ServerConfig) -> Result<server::App, ServeError> {
+async fn start_app(config: ServerConfig) -> Result<app::App, ServeError> {
     let sealer = mrtr::Sealer::new().map_err(ServeError::Randomness)?;
     let spill = config.env.spill().clone();
     tokio::spawn(async move {
@@ -152,7 +153,7 @@ async fn start_app(config: ServerConfig) -> Result<server::App, ServeError> {
             tracing::debug!(?removed, "swept old outputs");
         }
     });
-    let mut app = server::App::start(
+    let mut app = app::App::start(
         config.env,
         config.registry,
         config.ask_timeout,
@@ -165,7 +166,7 @@ async fn start_app(config: ServerConfig) -> Result<server::App, ServeError> {
 }
 
 /// Reloads the config on every SIGHUP, for as long as the app lives.
-fn reload_on_hangup(app: &Arc<server::App>) {
+fn reload_on_hangup(app: &Arc<app::App>) {
     use tokio::signal::unix::{SignalKind, signal};
     if app.reload.is_none() {
         return;

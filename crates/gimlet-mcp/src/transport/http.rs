@@ -35,7 +35,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::ServeError;
-use crate::server::{App, GimletServer, Principal};
+use crate::app::{App, Principal};
+use crate::server::GimletServer;
 
 /// The default address: loopback only.
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8765";

@@ -10,7 +10,8 @@ use tokio::io::{AsyncRead, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
 use crate::ServeError;
-use crate::server::{App, GimletServer};
+use crate::app::App;
+use crate::server::GimletServer;
 use crate::transport::lines::LineTransport;
 
 /// Serves one client on stdin/stdout until stdin closes or a signal arrives.
