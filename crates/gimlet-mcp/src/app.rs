@@ -3,12 +3,12 @@
 //! the 2026-07-28 state seal, the running-call count, and the HTTP principals. A config reload
 //! replaces the registry here.
 
-use gimlet_tools::util::{MutexExt as _, RwLockExt as _};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use gimlet_tools::util::{MutexExt as _, RwLockExt as _};
 use gimlet_tools::{Session, ToolEnv, ToolRegistry, ToolSpec};
 use rmcp::model::Tool;
 use rmcp::service::SubscriptionSink;

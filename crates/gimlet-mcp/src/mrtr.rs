@@ -14,12 +14,12 @@
 //! for, and if what the call would do changed since (a different diff), it is refused as
 //! stale.
 
-use gimlet_tools::util::MutexExt as _;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use gimlet_tools::fs::ContentHash;
+use gimlet_tools::util::MutexExt as _;
 use gimlet_tools::{Answer, Approval, AskRequest, Question};
 use rmcp::model::{
     CallToolRequestParams, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationSchema,

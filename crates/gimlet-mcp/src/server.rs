@@ -8,7 +8,6 @@
     reason = "logging is deprecated in 2026-07-28 (SEP-2577) but still served"
 )]
 
-use gimlet_tools::util::MutexExt as _;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -16,6 +15,7 @@ use std::time::Duration;
 
 use gimlet_tools::fs::Root;
 use gimlet_tools::pipeline::{self, CallError};
+use gimlet_tools::util::MutexExt as _;
 use gimlet_tools::{Session, ToolContext, ToolError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestMethod, CompleteRequestParams,

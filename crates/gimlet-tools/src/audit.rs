@@ -1,6 +1,5 @@
 //! The audit log (`--audit-log FILE`): one JSON line per call, written by a background thread.
 
-use crate::util::MutexExt as _;
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -8,6 +7,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use regex::Regex;
 use serde::Serialize;
 use serde_json::{Map, Value};
+
+use crate::util::MutexExt as _;
 
 /// Who or what decided a call's permission.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

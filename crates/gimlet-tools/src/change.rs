@@ -11,10 +11,10 @@ use std::time::SystemTime;
 
 use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::fs::{CommitError, Journal, JournalEntry, Step, commit_all};
-use crate::fs::{ContentHash, FileStamp};
-use crate::fs::{Expected, FileId, Ownership, WriteError, remove_checked, write_checked};
-use crate::fs::{PathError, ResolvedPath};
+use crate::fs::{
+    CommitError, ContentHash, Expected, FileId, FileStamp, Journal, JournalEntry, Ownership,
+    PathError, ResolvedPath, Step, WriteError, commit_all, remove_checked, write_checked,
+};
 
 /// Largest file the edit tools load.
 pub(crate) const MAX_EDIT_BYTES: u64 = 256 * 1024 * 1024;

@@ -1,7 +1,6 @@
 //! Background commands of a session: started by `bash` with `run_in_background`, read with
 //! `bash_output`, stopped with `bash_kill`, and stopped when the session ends.
 
-use crate::util::MutexExt as _;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::ToolContext;
 use crate::error::ToolError;
+use crate::util::MutexExt as _;
 
 use crate::output::{LongText, OutputBuffer};
 use crate::process::{Ending, Event, Running};

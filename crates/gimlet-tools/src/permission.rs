@@ -12,7 +12,6 @@
 //! is allowed and no part is unknowable. An unknowable part (`eval "$x"`) asks where the
 //! sandbox is not enforced, or where an `ask` or `deny` rule exists that it could hide.
 
-use crate::util::MutexExt as _;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -22,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::sandbox::protected::Protected;
 use crate::shell::Script;
+use crate::util::MutexExt as _;
 use crate::vocab::ToolFlags;
 
 /// How much the server may do without asking. Set once, by the user (`--mode`).

@@ -3,13 +3,13 @@
 //! The MCP layer answers with elicitation; a library user plugs in their own (a terminal
 //! prompt, a UI); tests use [`ScriptedAsker`].
 
-use crate::util::MutexExt as _;
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::context::ToolContext;
 use crate::permission::{Approval, AskRequest, PendingAsk};
+use crate::util::MutexExt as _;
 
 pub use crate::vocab::BoxFuture;
 

@@ -1,7 +1,6 @@
 //! [`ToolContext`]: everything one call needs (its session, cancellation, progress, roots,
 //! the permission stage's record), and the threading helpers (`blocking`, the worker flag).
 
-use crate::util::MutexExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -15,6 +14,7 @@ use crate::error::ToolError;
 use crate::fs::{ContentHash, PathError, ResolvedPath, RootSet};
 use crate::lsp::Changed;
 use crate::permission::{Access, PathAccess, Policy};
+use crate::util::MutexExt as _;
 
 /// A progress update from a running call.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -1,7 +1,6 @@
 //! [`ToolEnv`]: what tools are initialised with, fixed for the life of a server (platform,
 //! roots, config, policy, the asker, hooks, language servers), and its builder.
 
-use crate::util::RwLockExt as _;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
@@ -13,6 +12,7 @@ use crate::lsp::LanguageServers;
 use crate::permission::Policy;
 use crate::sandbox::{Exec, SandboxSetting};
 use crate::spill::SpillStore;
+use crate::util::RwLockExt as _;
 use crate::vocab::OutputLimits;
 
 /// Whether a path is read or written.

@@ -1,12 +1,12 @@
 //! [`Session`]: per-session state (what was read, grants, client roots, tools' own state).
 
-use crate::util::{MutexExt as _, RwLockExt as _};
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::fs::{FileStates, Root};
 use crate::permission::Grants;
+use crate::util::{MutexExt as _, RwLockExt as _};
 
 /// Per-session state: what was read, grants, client roots, and tools' own state.
 ///

@@ -22,7 +22,6 @@
 //! silently split them), are refused. Several files change all or nothing with
 //! [`commit_all`](super::journal::commit_all), built on the same steps.
 
-use crate::util::MutexExt as _;
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -37,6 +36,8 @@ use rustix::io::Errno;
 
 use super::file_state::{ContentHash, Hasher};
 use super::paths::{Location, PathError, ResolvedPath, file_kind, open_beneath};
+
+use crate::util::MutexExt as _;
 
 /// What the file had before, for keeping its mode and owner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,5 @@
 //! What a session has read: the file-state store behind read-before-write and staleness checks.
 
-use crate::util::MutexExt as _;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -8,6 +7,8 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
+
+use crate::util::MutexExt as _;
 
 /// A short content hash: the first 64 bits of SHA-256, as 16 hex digits.
 ///

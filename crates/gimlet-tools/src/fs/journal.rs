@@ -2,7 +2,6 @@
 //! before (for `undo`); on disk, the intent of a multi-file change while it goes in, so that a
 //! crash in the middle is rolled back at the next start ([`commit_all`], [`recover_pending`]).
 
-use crate::util::MutexExt as _;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -10,6 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::atomic_write::Ownership;
 use super::file_state::ContentHash;
+
+use crate::util::MutexExt as _;
 
 mod intent;
 

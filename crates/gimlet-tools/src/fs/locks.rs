@@ -1,11 +1,12 @@
 //! Per-path locks: mutations of one file are serialised, across calls and sessions.
 
-use crate::util::MutexExt as _;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
+
+use crate::util::MutexExt as _;
 
 /// One async mutex per resolved path, created on demand and dropped when unused.
 #[derive(Debug, Default)]

@@ -1,7 +1,6 @@
 //! One running language server: the JSON-RPC connection over its stdin and stdout, the
 //! answers to its requests, and what it told us (diagnostics, progress).
 
-use crate::util::MutexExt as _;
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -17,6 +16,8 @@ use super::framing::{FrameError, frame, read_message, write_frame};
 use super::position::{path_of, uri_of};
 use super::servers::ServerSpec;
 use super::spawn::{Process, kill_tree};
+
+use crate::util::MutexExt as _;
 
 /// Files whose diagnostics we keep at most, per server.
 const MAX_DIAGNOSTIC_FILES: usize = 10_000;

@@ -22,7 +22,6 @@ pub(crate) mod position;
 mod servers;
 mod spawn;
 
-use crate::util::MutexExt as _;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -32,6 +31,7 @@ use std::time::{Duration, Instant};
 use crate::config::{BashSettings, LspConfig};
 use crate::sandbox::Exec;
 use crate::sandbox::protected::Protected;
+use crate::util::MutexExt as _;
 
 pub(crate) use client::{Client, Published, RequestError, Waited, clip};
 pub(crate) use diagnostics::{Filter, one_line, severity_name};

@@ -12,10 +12,8 @@
 //!    pattern; a no, or nobody to ask, shows the sandboxed result with why it was not re-run.
 
 use crate::context::ToolContext;
-use crate::error::SandboxDenied;
-use crate::error::ToolError;
-use crate::permission::OutsideGrants;
-use crate::permission::{AskReason, Permission};
+use crate::error::{SandboxDenied, ToolError};
+use crate::permission::{AskReason, OutsideGrants, Permission};
 use crate::vocab::{Content, ToolFlags, ToolOutput};
 
 use super::permission::{Yes, apply, ask_user, resolve};

@@ -39,13 +39,14 @@ pub mod protected;
 pub(crate) mod protocol;
 pub(crate) mod tmp;
 
-use crate::util::MutexExt as _;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::thread::JoinHandle;
 
 use serde::{Deserialize, Serialize};
+
+use crate::util::MutexExt as _;
 
 pub use denied::denial;
 pub use helper::{SANDBOX_FAILED, helper_main};

@@ -14,7 +14,6 @@
 //! made and the old ones go. A sandbox goes when its socket closes: with the session, when it
 //! is dropped, or when the server dies.
 
-use crate::util::MutexExt as _;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 use std::process::Stdio;
@@ -27,6 +26,8 @@ use tokio::process::{Child, ChildStderr};
 
 use super::protocol::{self, Message, Reply, Request};
 use super::{HELPER_ARG, SandboxPlan};
+
+use crate::util::MutexExt as _;
 
 /// How many idle sandboxes a session keeps.
 const MAX_IDLE: usize = 2;

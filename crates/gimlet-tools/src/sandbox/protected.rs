@@ -18,11 +18,12 @@
 //! tree's `.git`, a linked worktree's private directory, a submodule's directory under
 //! `.git/modules` ([`Place::GitDir`]). The file tools match the top-level names at any depth.
 
-use crate::util::MutexExt as _;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
+
+use crate::util::MutexExt as _;
 
 /// Where a protected entry applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,9 +2,10 @@
 //! deterministic while files are searched side by side. Workers stay within a window ahead of
 //! the consumer (bounded memory), and the consumer can stop everything early.
 
-use crate::util::MutexExt as _;
 use std::collections::BTreeMap;
 use std::sync::{Condvar, Mutex, PoisonError};
+
+use crate::util::MutexExt as _;
 
 /// How far ahead of the consumer workers may run.
 const WINDOW: usize = 256;

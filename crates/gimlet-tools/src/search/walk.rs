@@ -1,6 +1,5 @@
 //! The tree walk shared by `grep` and `glob`.
 
-use crate::util::MutexExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
@@ -11,6 +10,7 @@ use ignore::{WalkBuilder, WalkState};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ToolError;
+use crate::util::MutexExt as _;
 
 /// A file found by the walk.
 #[derive(Debug, Clone, PartialEq, Eq)]

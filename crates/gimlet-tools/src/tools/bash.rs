@@ -9,12 +9,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::context::{SandboxStatus, ToolContext, ToolEnv};
-use crate::error::SandboxDenied;
-use crate::error::ToolError;
+use crate::error::{SandboxDenied, ToolError};
 use crate::fs::PathError;
 use crate::jobs::Jobs;
-use crate::permission::Access;
-use crate::permission::OutsideGrants;
+use crate::permission::{Access, OutsideGrants};
 use crate::process::spawn;
 use crate::run::{CommandRun, Prepared, place, prepare, run_foreground};
 use crate::sandbox::SandboxSetting;

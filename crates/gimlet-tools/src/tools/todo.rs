@@ -1,6 +1,5 @@
 //! `todo_write` and `todo_read`: the session's plan.
 
-use crate::util::MutexExt as _;
 use std::borrow::Cow;
 use std::sync::Mutex;
 
@@ -11,6 +10,7 @@ use serde_json::json;
 use crate::context::{ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::tool::Tool;
+use crate::util::MutexExt as _;
 use crate::vocab::{InterruptBehavior, JsonObject, ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("todo.md");

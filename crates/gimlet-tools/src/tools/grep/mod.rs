@@ -1,6 +1,5 @@
 //! `grep`: search file contents with ripgrep's crates, in process.
 
-use crate::util::MutexExt as _;
 use std::borrow::Cow;
 use std::fs::File;
 use std::path::PathBuf;
@@ -21,6 +20,7 @@ use crate::permission::Access;
 use crate::search::ordered::{Flow, map_in_order};
 use crate::search::walk::{Filters, Found, Stat, collect_files, walk_files, walk_threads};
 use crate::tool::Tool;
+use crate::util::MutexExt as _;
 use crate::vocab::{InterruptBehavior, JsonObject, ToolFlags, ToolOutput};
 
 mod printer;
