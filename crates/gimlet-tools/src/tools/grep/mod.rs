@@ -1,5 +1,7 @@
 //! `grep`: search file contents with ripgrep's crates, in process.
 
+mod printer;
+
 use std::borrow::Cow;
 use std::fs::File;
 use std::path::PathBuf;
@@ -22,9 +24,6 @@ use crate::search::walk::{Filters, Found, Stat, collect_files, walk_files, walk_
 use crate::tool::Tool;
 use crate::util::MutexExt as _;
 use crate::vocab::{InterruptBehavior, JsonObject, ToolFlags, ToolOutput};
-
-mod printer;
-
 use printer::{Collect, Direct, Page, display_path};
 
 const DESCRIPTION: &str = include_str!("grep.md");

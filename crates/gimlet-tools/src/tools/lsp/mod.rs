@@ -1,6 +1,8 @@
 //! `lsp`: ask the file's language server: definition, references, hover, symbols,
 //! diagnostics, and the edits a rename would make.
 
+mod render;
+
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,8 +14,6 @@ use serde_json::{Value, json};
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::lsp::position::{line_at, uri_of, utf16_of_char};
-mod render;
-
 use crate::lsp::{Client, Waited};
 use crate::permission::Access;
 use crate::tool::Tool;
