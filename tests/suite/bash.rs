@@ -563,3 +563,44 @@ fn skip(why: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "skipped: {why}");
 }
+
+/// A background job that plants a protected file (here `.mcp.json`, which did not exist) while
+/// it runs: the next command of the session, started in the foreground or in the background,
+/// first removes it and says so, so that its own protection scan does not take the planted
+/// file for the user's.
+#[tokio::test]
+async fn the_next_command_undoes_what_a_running_job_planted() {
+    if !sandbox_works() {
+        skip("this kernel cannot enforce the sandbox (Landlock and seccomp)");
+        return;
+    }
+    let gimlet = Gimlet::start().await;
+    let planted = gimlet.root().join(".mcp.json");
+    for background in [false, true] {
+        let mark = marker();
+        let plant = format!("echo '{{}}' > .mcp.json; exec sleep {mark}");
+        ok_text(
+            &gimlet
+                .call("bash", json!({"command": plant, "run_in_background": true}))
+                .await,
+        );
+        assert!(
+            eventually(Duration::from_secs(5), || planted.exists()).await,
+            "the job planted nothing"
+        );
+        let next = ok_text(
+            &gimlet
+                .call(
+                    "bash",
+                    json!({"command": "echo next", "run_in_background": background}),
+                )
+                .await,
+        );
+        assert!(!planted.exists(), "background {background}: {next}");
+        assert!(
+            next.contains(".mcp.json"),
+            "background {background}: {next}"
+        );
+    }
+    gimlet.stop().await;
+}
