@@ -3,7 +3,15 @@
 //! `cargo bench --bench stdio` prints:
 //! - cold start: from spawning the process to the `tools/list` answer (initialize included);
 //! - small `read` calls one after another: client-observed latency, and the server's CPU time
-//!   per call (process-wide user+system time from /proc, over many calls);
+//!   per call (process-wide user+system time from /proc, over many calls), for a 3-line file
+//!   by relative path and a 200-line source file by absolute path (as hosts send it);
+//! - the same for a no-op MCP server on rmcp (this benchmark re-run as the server, [`floor_server`]):
+//!   the floor any MCP server on rmcp pays, answering the same text without touching a file;
+//! - calls/s with 16 calls kept in flight, gimlet against the no-op server;
+//! - `edit` of a 60 KB file, against the no-op server answering the same request;
+//! - the server's memory (resident set) at rest, at its peak over a workload of every kind of
+//!   call including 10 MiB reads with raised output limits, and a second after
+//!   (`cargo bench --bench stdio -- memory` runs only this);
 //! - the same CPU figure for `ping`: the floor of any request over stdio on this machine;
 //! - and for a bare loop that does the least any server must for a small read (this benchmark
 //!   re-run as the server: read a line, open, stat, read and close the file, write a line), to
@@ -49,6 +57,31 @@ impl Server {
             .arg(root)
             .env("XDG_DATA_HOME", data)
             .env_remove("RUST_LOG");
+        Self::start(command)
+    }
+
+    /// gimlet with a config file (`--config`).
+    fn spawn_with_config(
+        root: &std::path::Path,
+        data: &std::path::Path,
+        config: &std::path::Path,
+    ) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_gimlet"));
+        command
+            .arg("--config")
+            .arg(config)
+            .args(["serve", "--root"])
+            .arg(root)
+            .env("XDG_DATA_HOME", data)
+            .env_remove("RUST_LOG");
+        Self::start(command)
+    }
+
+    /// This benchmark itself as the no-op MCP server ([`floor_server`]), answering `read` with
+    /// the text in `answer`.
+    fn spawn_floor(answer: &std::path::Path) -> Self {
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        command.env(FLOOR, answer);
         Self::start(command)
     }
 
@@ -149,6 +182,81 @@ impl Server {
         }
     }
 
+    /// Keeps `depth` calls in flight until `total` have been answered; calls per second and
+    /// the server's CPU time per call.
+    fn in_flight(&mut self, call: &serde_json::Value, depth: usize, total: usize) -> (f64, f64) {
+        let cpu_before = self.cpu();
+        let started = Instant::now();
+        let mut sent = 0;
+        let mut answered = 0;
+        while sent < depth.min(total) {
+            self.send("tools/call", call);
+            sent += 1;
+        }
+        let mut line = String::new();
+        while answered < total {
+            line.clear();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "server closed stdout"
+            );
+            // Only answers carry a result; the `isError` test is cheap on the raw line.
+            if line.contains("\"result\"") {
+                assert!(!line.contains("\"isError\":true"), "{line}");
+                answered += 1;
+                if sent < total {
+                    self.send("tools/call", call);
+                    sent += 1;
+                }
+            }
+        }
+        let wall = started.elapsed();
+        let cpu_after = self.cpu();
+        let cpu = (cpu_after.0 + cpu_after.1).saturating_sub(cpu_before.0 + cpu_before.1);
+        (total as f64 / wall.as_secs_f64(), us(cpu) / total as f64)
+    }
+
+    /// The resident set now and its peak so far, in KiB (`VmRSS`, `VmHWM`).
+    fn memory(&self) -> (u64, u64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .unwrap()
+        };
+        (field("VmRSS:"), field("VmHWM:"))
+    }
+
+    /// The resident set's parts now, in KiB: anonymous memory and file pages (the binary's code
+    /// and data among them).
+    fn memory_parts(&self) -> (u64, u64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .unwrap()
+        };
+        (field("RssAnon:"), field("RssFile:"))
+    }
+
+    /// Starts a new peak: `VmHWM` is the current resident set from here.
+    fn reset_peak(&self) {
+        std::fs::write(format!("/proc/{}/clear_refs", self.child.id()), "5").unwrap();
+    }
+
+    /// One call, answered without error.
+    fn call(&mut self, call: &serde_json::Value) -> serde_json::Value {
+        let id = self.send("tools/call", call);
+        let reply = self.wait_for(id);
+        assert!(reply.get("error").is_none(), "{reply}");
+        assert_ne!(reply["result"]["isError"], true, "{reply}");
+        reply
+    }
+
     /// User and system CPU time of the server process so far.
     fn cpu(&self) -> (Duration, Duration) {
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
@@ -164,13 +272,29 @@ impl Server {
     }
 }
 
-/// Makes `READS` calls one after another; their client-observed latencies (sorted) and the
-/// server's CPU time per call.
-fn timed_calls(
-    server: &mut Server,
-    method: &str,
-    params: &serde_json::Value,
-) -> (Vec<Duration>, String) {
+/// `READS` calls one after another: their client-observed latencies (sorted) and the server's
+/// CPU time.
+struct Timed {
+    latencies: Vec<Duration>,
+    /// Server CPU time per call, user + system, in µs.
+    cpu_us: f64,
+    user_us: f64,
+    system_us: f64,
+    calls_per_second: f64,
+}
+
+impl std::fmt::Display for Timed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:.1} µs ({:.1} user + {:.1} system; {:.0} calls/s)",
+            self.cpu_us, self.user_us, self.system_us, self.calls_per_second
+        )
+    }
+}
+
+/// Makes `READS` calls one after another.
+fn timed_calls(server: &mut Server, method: &str, params: &serde_json::Value) -> Timed {
     let cpu_before = server.cpu();
     let mut latencies = Vec::with_capacity(READS);
     let all = Instant::now();
@@ -187,14 +311,13 @@ fn timed_calls(
     let user = cpu_after.0.saturating_sub(cpu_before.0);
     let system = cpu_after.1.saturating_sub(cpu_before.1);
     latencies.sort();
-    let cpu = format!(
-        "{:.1} µs ({:.1} user + {:.1} system; {:.0} calls/s)",
-        us(user + system) / READS as f64,
-        us(user) / READS as f64,
-        us(system) / READS as f64,
-        READS as f64 / wall.as_secs_f64()
-    );
-    (latencies, cpu)
+    Timed {
+        latencies,
+        cpu_us: us(user + system) / READS as f64,
+        user_us: us(user) / READS as f64,
+        system_us: us(system) / READS as f64,
+        calls_per_second: READS as f64 / wall.as_secs_f64(),
+    }
 }
 
 /// Spawns a server `STARTS` times and times each from the spawn to its `tools/list` answer
@@ -249,6 +372,75 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[index]
 }
 
+/// Set (to the file whose text it answers `read` with) in the environment of the benchmark
+/// started as the no-op MCP server.
+const FLOOR: &str = "GIMLET_BENCH_FLOOR_ANSWER";
+
+/// The least an MCP server on rmcp does for a call, as rmcp's own examples start one (a
+/// multi-threaded runtime, rmcp's stdio transport, a hand-written handler): it answers `read`
+/// with a text it holds (the numbered lines gimlet answers the same call with) and any other
+/// tool with "ok", touching no file. What is above it is what gimlet's checks and file work
+/// cost; the protocol, the runtime and the pipes are in both.
+fn floor_server(answer: &std::path::Path) {
+    use rmcp::ServiceExt as _;
+    use rmcp::model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
+        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    };
+    use rmcp::service::RequestContext;
+    use rmcp::{ErrorData, RoleServer, ServerHandler};
+
+    struct Noop {
+        answer: String,
+    }
+
+    impl ServerHandler for Noop {
+        fn get_info(&self) -> ServerConfig {
+            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        }
+
+        async fn list_tools(
+            &self,
+            _page: Option<PaginatedRequestParams>,
+            _rc: RequestContext<RoleServer>,
+        ) -> Result<ListToolsResult, ErrorData> {
+            let schema: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_value(serde_json::json!({"type": "object"})).unwrap();
+            let schema = std::sync::Arc::new(schema);
+            Ok(ListToolsResult::with_all_items(vec![
+                Tool::new("read", "Answers a fixed text", schema.clone()),
+                Tool::new("edit", "Answers ok", schema),
+            ]))
+        }
+
+        async fn call_tool(
+            &self,
+            params: CallToolRequestParams,
+            _rc: RequestContext<RoleServer>,
+        ) -> Result<CallToolResponse, ErrorData> {
+            let text = if params.name == "read" {
+                self.answer.clone()
+            } else {
+                String::from("ok")
+            };
+            Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+        }
+    }
+
+    let answer = std::fs::read_to_string(answer).unwrap();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let running = Noop { answer }
+                .serve(rmcp::transport::stdio())
+                .await
+                .unwrap();
+            let _ = running.waiting().await;
+        });
+}
+
 /// Set (to the root) in the environment of the benchmark started as the bare server.
 const BARE: &str = "GIMLET_BENCH_BARE_ROOT";
 
@@ -288,16 +480,16 @@ fn measure_other(other: &Other, root: &std::path::Path) {
     .unwrap();
     let starts = cold_starts(|| Server::spawn_other(other, root));
     let mut server = warmed_up(Server::spawn_other(other, root), &call);
-    let (latencies, cpu) = timed_calls(&mut server, "tools/call", &call);
+    let timed = timed_calls(&mut server, "tools/call", &call);
     server.stop();
     println!("other server: {}", other.command.join(" "));
     row("other: cold start to tools/list", &starts, true);
     row(
         "other: read round trip (client-observed)",
-        &latencies,
+        &timed.latencies,
         false,
     );
-    println!("other server CPU per read: {cpu}");
+    println!("other server CPU per read: {timed}");
 }
 
 /// The least a stdio server can do for a small read, to measure this machine's floor: one
@@ -336,49 +528,362 @@ fn main() {
         bare_server(std::path::Path::new(&root));
         return;
     }
+    if let Some(answer) = std::env::var_os(FLOOR) {
+        floor_server(std::path::Path::new(&answer));
+        return;
+    }
     let root = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("small.txt"), "one\ntwo\nthree\n").unwrap();
-    // `cargo bench --bench stdio -- bash`: only the command case.
-    let only_bash = std::env::args().any(|a| a == "bash");
-    if only_bash {
+    std::fs::write(root.path().join("source.rs"), source_text(SOURCE_LINES)).unwrap();
+    // `cargo bench --bench stdio -- bash` (or `memory`): only that case.
+    let only = |name: &str| std::env::args().skip(1).any(|a| a == name);
+    if only("bash") {
         commands(root.path(), data.path());
+        return;
+    }
+    if only("memory") {
+        memory(root.path(), data.path());
         return;
     }
 
     let starts = cold_starts(|| Server::spawn(root.path(), data.path()));
-    // Small reads one after another.
-    let read = serde_json::json!({"name": "read", "arguments": {"path": "small.txt"}});
-    let mut server = warmed_up(Server::spawn(root.path(), data.path()), &read);
-    let (latencies, reads_cpu) = timed_calls(&mut server, "tools/call", &read);
-    // The floor: a `ping` costs the same pipe reads and writes and JSON-RPC handling, but no
-    // tool, no pipeline and no hand-off to a worker thread.
-    let (_, pings_cpu) = timed_calls(&mut server, "ping", &serde_json::json!({}));
-    server.stop();
-    // The machine's floor for the same read (see `bare_server`).
-    let mut bare = warmed_up(Server::spawn_bare(root.path()), &read);
-    let (_, bare_cpu) = timed_calls(&mut bare, "tools/call", &read);
-    bare.stop();
-
     println!(
-        "gimlet stdio benchmark ({STARTS} cold starts, {READS} sequential reads of a 3-line file)"
+        "gimlet stdio benchmark ({STARTS} cold starts; {READS} sequential calls per row: a \
+         3-line file, and a {SOURCE_LINES}-line source file of {} bytes)",
+        source_text(SOURCE_LINES).len()
     );
     println!("| measure | median | p10 | p90 |");
     println!("|---|---|---|---|");
     row("cold start to tools/list", &starts, true);
-    row("read round trip (client-observed)", &latencies, false);
-    println!("server CPU per read: {reads_cpu}");
-    println!("server CPU per ping (the protocol floor): {pings_cpu}");
-    println!("bare loop CPU per read (this machine's floor): {bare_cpu}");
+    reads(root.path(), data.path());
     if let Ok(other) = std::env::var(OTHER) {
         let other = Other::parse(&other).unwrap_or_else(|| {
             panic!("{OTHER} must be {{\"command\": [\"server\", ...], \"call\": {{...}}}}")
         });
         measure_other(&other, root.path());
     }
+    throughput(root.path(), data.path());
+    edits(root.path(), data.path());
     let tree = tempfile::tempdir().unwrap();
     parallel(tree.path(), data.path());
+    memory(root.path(), data.path());
     commands(root.path(), data.path());
+}
+
+/// Lines of the typical source file read by absolute path.
+const SOURCE_LINES: usize = 200;
+
+/// Rust-like source text of `lines` lines, about 32 bytes a line as in ordinary code.
+fn source_text(lines: usize) -> String {
+    (0..lines)
+        .map(|i| {
+            let mut line = match i % 10 {
+                0 => String::new(),
+                1 => {
+                    format!("/// Returns the value of item {i}, or the default when it is missing.")
+                }
+                2 => {
+                    format!("pub fn item_{i}(map: &HashMap<String, usize>, key: &str) -> usize {{")
+                }
+                3 => String::from("    let value = map.get(key).copied().unwrap_or_default();"),
+                4 => format!("    if value > {i} {{"),
+                5 => String::from("        tracing::debug!(key, value, \"over the limit\");"),
+                6 => String::from("        return value - 1;"),
+                7 => String::from("    }"),
+                8 => format!("    value + {i}"),
+                _ => String::from("}"),
+            };
+            line.push('\n');
+            line
+        })
+        .collect()
+}
+
+/// Sequential reads through gimlet (a 3-line file by relative path, the source file by
+/// absolute and by relative path), `ping`, the bare loop and the no-op MCP server.
+fn reads(root: &std::path::Path, data: &std::path::Path) {
+    let small = serde_json::json!({"name": "read", "arguments": {"path": "small.txt"}});
+    let absolute = root.join("source.rs").display().to_string();
+    let source_abs = serde_json::json!({"name": "read", "arguments": {"path": absolute}});
+    let source_rel = serde_json::json!({"name": "read", "arguments": {"path": "source.rs"}});
+    let mut server = warmed_up(Server::spawn(root, data), &source_abs);
+    // The no-op server answers the text gimlet answers.
+    let answer = server.call(&source_abs)["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let answer_file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(answer_file.path(), &answer).unwrap();
+    let small_read = timed_calls(&mut server, "tools/call", &small);
+    let abs_read = timed_calls(&mut server, "tools/call", &source_abs);
+    let rel_read = timed_calls(&mut server, "tools/call", &source_rel);
+    // A `ping` costs the same pipe reads and writes and JSON-RPC handling, but no tool and no
+    // pipeline.
+    let pings = timed_calls(&mut server, "ping", &serde_json::json!({}));
+    server.stop();
+    let mut floor = warmed_up(Server::spawn_floor(answer_file.path()), &source_abs);
+    let floor_read = timed_calls(&mut floor, "tools/call", &source_abs);
+    floor.stop();
+    // The machine's floor for the small read (see `bare_server`).
+    let mut bare = warmed_up(Server::spawn_bare(root), &small);
+    let bare_read = timed_calls(&mut bare, "tools/call", &small);
+    bare.stop();
+
+    row(
+        "read 3-line file, relative path",
+        &small_read.latencies,
+        false,
+    );
+    row(
+        &format!("read {SOURCE_LINES}-line file, absolute path"),
+        &abs_read.latencies,
+        false,
+    );
+    row(
+        &format!("read {SOURCE_LINES}-line file, relative path"),
+        &rel_read.latencies,
+        false,
+    );
+    row(
+        "no-op rmcp server, same answer",
+        &floor_read.latencies,
+        false,
+    );
+    println!("server CPU per call:");
+    println!("- read 3-line file, relative: {small_read}");
+    println!("- read {SOURCE_LINES}-line file, absolute: {abs_read}");
+    println!("- read {SOURCE_LINES}-line file, relative: {rel_read}");
+    println!("- ping (gimlet's protocol floor): {pings}");
+    println!("- no-op rmcp server (the MCP floor): {floor_read}");
+    println!("- bare loop, 3-line file (this machine's floor): {bare_read}");
+    let ratio = |a: &Timed, b: &Timed| {
+        format!(
+            "latency {:.2}x, CPU {:.2}x",
+            us(percentile(&a.latencies, 0.5)) / us(percentile(&b.latencies, 0.5)),
+            a.cpu_us / b.cpu_us
+        )
+    };
+    println!(
+        "{SOURCE_LINES}-line read against the no-op server: absolute path {}; relative path {}",
+        ratio(&abs_read, &floor_read),
+        ratio(&rel_read, &floor_read)
+    );
+}
+
+/// Calls per second with 16 calls kept in flight (and one at a time), gimlet reading the
+/// source file by absolute path against the no-op server answering the same text.
+fn throughput(root: &std::path::Path, data: &std::path::Path) {
+    const DEPTH: usize = 16;
+    const CALLS: usize = 20_000;
+    let absolute = root.join("source.rs").display().to_string();
+    let call = serde_json::json!({"name": "read", "arguments": {"path": absolute}});
+    let mut gimlet = warmed_up(Server::spawn(root, data), &call);
+    let answer = gimlet.call(&call)["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let answer_file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(answer_file.path(), &answer).unwrap();
+    let mut floor = warmed_up(Server::spawn_floor(answer_file.path()), &call);
+    // Alternating, so that a busy moment weighs on both alike.
+    let gimlet_one = gimlet.in_flight(&call, 1, CALLS);
+    let floor_one = floor.in_flight(&call, 1, CALLS);
+    let gimlet_many = gimlet.in_flight(&call, DEPTH, CALLS);
+    let floor_many = floor.in_flight(&call, DEPTH, CALLS);
+    gimlet.stop();
+    floor.stop();
+    println!("\n{CALLS} reads of the {SOURCE_LINES}-line file by absolute path");
+    println!(
+        "| in flight | gimlet calls/s | CPU per call | no-op rmcp server calls/s | CPU per call | ratio |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for (depth, (g, g_cpu), (f, f_cpu)) in
+        [(1, gimlet_one, floor_one), (DEPTH, gimlet_many, floor_many)]
+    {
+        println!(
+            "| {depth} | {g:.0} | {g_cpu:.1} µs | {f:.0} | {f_cpu:.1} µs | {:.2} |",
+            g / f
+        );
+    }
+}
+
+/// `edit` of a 60 KB file, one after another, against the no-op server answering the same
+/// request.
+fn edits(root: &std::path::Path, data: &std::path::Path) {
+    const EDITS: usize = 2_000;
+    let path = root.join("big.rs");
+    std::fs::write(&path, edit_text()).unwrap();
+    let path = path.display().to_string();
+    let mut server = Server::spawn(root, data);
+    server.initialize();
+    server.call(&serde_json::json!({"name": "read", "arguments": {"path": path}}));
+    let edit = |from: &str, to: &str| {
+        serde_json::json!({"name": "edit", "arguments": {"path": path,
+            "old_string": format!("const MARKER: u32 = {from};"),
+            "new_string": format!("const MARKER: u32 = {to};")}})
+    };
+    let (forth, back) = (edit("0", "1"), edit("1", "0"));
+    let timed = |server: &mut Server, n: usize| {
+        let cpu_before = server.cpu();
+        let mut latencies = Vec::with_capacity(n);
+        for i in 0..n {
+            let call = if i % 2 == 0 { &forth } else { &back };
+            let started = Instant::now();
+            server.call(call);
+            latencies.push(started.elapsed());
+        }
+        let cpu_after = server.cpu();
+        let cpu = (cpu_after.0 + cpu_after.1).saturating_sub(cpu_before.0 + cpu_before.1);
+        latencies.sort();
+        (latencies, us(cpu) / n as f64)
+    };
+    timed(&mut server, 100);
+    let (latencies, cpu) = timed(&mut server, EDITS);
+    server.stop();
+    let answer_file = tempfile::NamedTempFile::new().unwrap();
+    let mut floor = Server::spawn_floor(answer_file.path());
+    floor.initialize();
+    timed(&mut floor, 100);
+    let (floor_latencies, floor_cpu) = timed(&mut floor, EDITS);
+    floor.stop();
+    println!(
+        "\n`edit` of a {} KB file, {EDITS} times one after another",
+        edit_text().len() / 1000
+    );
+    println!("| measure | median | p10 | p90 |");
+    println!("|---|---|---|---|");
+    row("gimlet `edit` (client-observed)", &latencies, true);
+    row("no-op rmcp server, same request", &floor_latencies, true);
+    println!("server CPU per call: gimlet {cpu:.1} µs, no-op server {floor_cpu:.1} µs");
+}
+
+/// A 60 KB source file with one line the edits change.
+fn edit_text() -> String {
+    let mut text = source_text(1850);
+    text.push_str("const MARKER: u32 = 0;\n");
+    text
+}
+
+/// The server's resident set at rest, at its peak over each kind of call (10 MiB reads with
+/// raised output limits among them), and a second after the last.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a synchronous benchmark: it waits for the server to settle"
+)]
+fn memory(root: &std::path::Path, data: &std::path::Path) {
+    let config = root.join("limits.toml");
+    std::fs::write(
+        &config,
+        "[output]\nmax_lines = 1000000\nmax_bytes = 67108864\n",
+    )
+    .unwrap();
+    let huge = root.join("huge.txt");
+    let line = "the quick brown fox jumps over the lazy dog, again and again\n";
+    std::fs::write(&huge, line.repeat((10 << 20) / line.len())).unwrap();
+    std::fs::write(root.join("big.rs"), edit_text()).unwrap();
+    let tree = root.join("tree");
+    for d in 0..20 {
+        let dir = tree.join(format!("dir{d}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..20 {
+            std::fs::write(dir.join(format!("file{f}.rs")), source_text(100)).unwrap();
+        }
+    }
+    let mut server = Server::spawn_with_config(root, data, &config);
+    server.initialize();
+    let id = server.send("tools/list", &serde_json::json!({}));
+    server.wait_for(id);
+    std::thread::sleep(Duration::from_secs(1));
+    let (idle, _) = server.memory();
+    let idle_parts = server.memory_parts();
+    let edit = |from: &str, to: &str| {
+        serde_json::json!({"name": "edit", "arguments": {"path": "big.rs",
+            "old_string": format!("const MARKER: u32 = {from};"),
+            "new_string": format!("const MARKER: u32 = {to};")}})
+    };
+    let phases: Vec<(&str, Vec<serde_json::Value>)> = vec![
+        (
+            "small reads (2,000)",
+            vec![serde_json::json!({"name": "read", "arguments": {"path": "source.rs"}}); 2000],
+        ),
+        (
+            "shell (100 `echo`)",
+            vec![serde_json::json!({"name": "bash", "arguments": {"command": "echo hello"}}); 100],
+        ),
+        (
+            "glob (200)",
+            vec![serde_json::json!({"name": "glob", "arguments": {"pattern": "**/*.rs"}}); 200],
+        ),
+        (
+            "edit of a 60 KB file (200)",
+            std::iter::once(serde_json::json!({"name": "read", "arguments": {"path": "big.rs"}}))
+                .chain((0..100).flat_map(|_| [edit("0", "1"), edit("1", "0")]))
+                .collect(),
+        ),
+        (
+            "grep (200)",
+            vec![
+                serde_json::json!({"name": "grep", "arguments": {"pattern": "over the limit",
+                    "path": "tree", "output_mode": "content"}});
+                200
+            ],
+        ),
+        (
+            "10 MiB reads (5)",
+            vec![
+                serde_json::json!({"name": "read", "arguments": {"path": "huge.txt",
+                    "limit": 1_000_000}});
+                5
+            ],
+        ),
+    ];
+    println!("\nmemory of the server (resident set; limits raised to 1,000,000 lines and 64 MiB)");
+    println!("| phase | peak | after |");
+    println!("|---|---|---|");
+    println!("| at rest after initialize | {} | |", mib(idle));
+    let mut peak = idle;
+    for (name, calls) in phases {
+        server.reset_peak();
+        for call in &calls {
+            let reply = server.call(call);
+            if name.starts_with("10 MiB") {
+                let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+                assert!(
+                    text.len() > 10 << 20,
+                    "a 10 MiB read was cut: {}",
+                    text.len()
+                );
+            }
+        }
+        let (now, phase_peak) = server.memory();
+        peak = peak.max(phase_peak);
+        println!("| {name} | {} | {} |", mib(phase_peak), mib(now));
+    }
+    let (after_0, _) = server.memory();
+    std::thread::sleep(Duration::from_secs(1));
+    let (after_1, _) = server.memory();
+    let after_parts = server.memory_parts();
+    server.stop();
+    println!(
+        "peak over the workload {}; after the last call {}, a second later {}; at rest {}",
+        mib(peak),
+        mib(after_0),
+        mib(after_1),
+        mib(idle)
+    );
+    println!(
+        "of which anonymous memory and file pages (the binary's code among them): at rest {} and \
+         {}, at the end {} and {}",
+        mib(idle_parts.0),
+        mib(idle_parts.1),
+        mib(after_parts.0),
+        mib(after_parts.1)
+    );
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
 }
 
 /// How many `echo hello` commands are timed.

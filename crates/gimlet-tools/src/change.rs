@@ -12,8 +12,9 @@ use std::time::SystemTime;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::fs::{
-    CommitError, ContentHash, Expected, FileId, FileStamp, Journal, JournalEntry, Ownership,
-    PathError, ResolvedPath, Step, WriteError, commit_all, remove_checked, write_checked,
+    Before, CommitError, ContentHash, Expected, FileId, FileStamp, Journal, JournalEntry,
+    Ownership, PathError, ResolvedPath, Step, WriteError, commit_all, remove_checked,
+    write_checked,
 };
 
 /// Largest file the edit tools load.
@@ -237,7 +238,7 @@ pub(crate) fn commit(
         tool: tool.to_owned(),
         path: path.clone(),
         display: loaded.resolved.display(),
-        before: loaded.bytes.clone(),
+        before: loaded.bytes.as_deref().map(|b| Before::new(b, new)),
         ownership: loaded.ownership,
         after,
     });
@@ -321,13 +322,13 @@ pub(crate) fn commit_many(
     let with_keep: Vec<_> = files.iter().map(|(l, b)| (*l, *b, None)).collect();
     let hashes = commit_files(ctx, &with_keep)?;
     let journal = ctx.session().state::<Journal>();
-    for ((loaded, _), after) in files.iter().zip(&hashes) {
+    for ((loaded, new), after) in files.iter().zip(&hashes) {
         journal.record(JournalEntry {
             change,
             tool: tool.to_owned(),
             path: loaded.resolved.path.clone(),
             display: loaded.resolved.display(),
-            before: loaded.bytes.clone(),
+            before: loaded.bytes.as_deref().map(|b| Before::new(b, *new)),
             ownership: loaded.ownership,
             after: *after,
         });

@@ -35,6 +35,9 @@ use tokio_util::codec::Decoder;
 /// Lines longer than this are discarded (rmcp's limit for its stream transport).
 const MAX_LINE: usize = 16 * 1024 * 1024;
 
+/// A line buffer larger than this is not kept after its message.
+const KEEP_LINE: usize = 256 * 1024;
+
 /// How much of an over-long line is kept to find the request to answer: its first members.
 const HEAD: usize = 4096;
 
@@ -113,6 +116,16 @@ where
         }
     }
 
+    /// Empties the line buffer for the next message; one that grew for a large message is
+    /// given back rather than kept at that size for the rest of the session.
+    fn forget_line(&mut self) {
+        if self.line.capacity() > KEEP_LINE {
+            self.line = Vec::new();
+        } else {
+            self.line.clear();
+        }
+    }
+
     /// Answers a line that was too long to read, if its head (in `self.line`) shows a request,
     /// and forgets it.
     fn answer_oversized(&mut self) {
@@ -153,15 +166,15 @@ where
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let write = Arc::clone(&self.write);
         async move {
+            if payload_size(&item) >= STREAM_FROM {
+                let mut write = write.lock().await;
+                let out = open(&mut write)?;
+                return stream(item, out).await;
+            }
             let mut bytes = serde_json::to_vec(&item)?;
             bytes.push(b'\n');
             let mut write = write.lock().await;
-            let Some(out) = write.as_mut() else {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::NotConnected,
-                    "the transport is closed",
-                ));
-            };
+            let out = open(&mut write)?;
             out.write_all(&bytes).await?;
             out.flush().await
         }
@@ -174,7 +187,7 @@ where
             }
             let answer = match decode(&self.line) {
                 Ok(Some(message)) => {
-                    self.line.clear();
+                    self.forget_line();
                     return Some(message);
                 }
                 Ok(None) => None,
@@ -200,7 +213,7 @@ where
                     None
                 }
             };
-            self.line.clear();
+            self.forget_line();
             if let Some((error, id)) = answer {
                 self.answer(error, id);
             }
@@ -209,6 +222,108 @@ where
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         drop(self.write.lock().await.take());
+        Ok(())
+    }
+}
+
+/// Messages carrying at least this many bytes of text are written as they are encoded, in
+/// pieces of [`PIECE`] bytes, instead of encoded whole first: a 10 MiB read is then held once
+/// (its text), not twice (its text and its JSON).
+const STREAM_FROM: usize = 1 << 20;
+
+/// The size of the pieces a large message is written in.
+const PIECE: usize = 64 * 1024;
+
+/// The writer, unless the transport was closed.
+fn open<W>(write: &mut Option<W>) -> std::io::Result<&mut W> {
+    write.as_mut().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::NotConnected, "the transport is closed")
+    })
+}
+
+/// Bytes of text and data a message carries in its results (tool content and resource
+/// contents): what its JSON is about as long as.
+fn payload_size(item: &TxJsonRpcMessage<RoleServer>) -> usize {
+    use rmcp::model::{ContentBlock, ResourceContents, ServerResult};
+    let JsonRpcMessage::Response(response) = item else {
+        return 0;
+    };
+    match &response.result {
+        ServerResult::CallToolResult(result) => result
+            .content
+            .iter()
+            .map(|block| match block {
+                ContentBlock::Text(text) => text.text.len(),
+                ContentBlock::Image(image) => image.data.len(),
+                _ => 0,
+            })
+            .sum(),
+        ServerResult::ReadResourceResult(result) => result
+            .contents
+            .iter()
+            .map(|contents| match contents {
+                ResourceContents::TextResourceContents { text, .. } => text.len(),
+                ResourceContents::BlobResourceContents { blob, .. } => blob.len(),
+                _ => 0,
+            })
+            .sum(),
+        _ => 0,
+    }
+}
+
+/// Writes a message while it is encoded: the encoding runs on the blocking pool and hands
+/// over pieces of [`PIECE`] bytes through a channel of two, so at most a few pieces of the JSON
+/// exist at once. A failed write stops the encoding.
+async fn stream<W: AsyncWrite + Unpin>(
+    item: TxJsonRpcMessage<RoleServer>,
+    out: &mut W,
+) -> std::io::Result<()> {
+    let (send, mut pieces) = tokio::sync::mpsc::channel::<Vec<u8>>(2);
+    let encode = tokio::task::spawn_blocking(move || {
+        let mut writer = Pieces {
+            piece: Vec::with_capacity(PIECE),
+            send,
+        };
+        serde_json::to_writer(&mut writer, &item)?;
+        drop(item);
+        writer.piece.push(b'\n');
+        writer.hand_over()
+    });
+    while let Some(piece) = pieces.recv().await {
+        out.write_all(&piece).await?;
+    }
+    encode.await.map_err(std::io::Error::other)??;
+    out.flush().await
+}
+
+/// A writer that hands its bytes over in pieces ([`stream`]).
+struct Pieces {
+    piece: Vec<u8>,
+    send: tokio::sync::mpsc::Sender<Vec<u8>>,
+}
+
+impl Pieces {
+    fn hand_over(&mut self) -> std::io::Result<()> {
+        let piece = std::mem::replace(&mut self.piece, Vec::with_capacity(PIECE));
+        self.send.blocking_send(piece).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "the answer could not be written",
+            )
+        })
+    }
+}
+
+impl std::io::Write for Pieces {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.piece.extend_from_slice(bytes);
+        if self.piece.len() >= PIECE {
+            self.hand_over()?;
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
 }

@@ -226,6 +226,33 @@ async fn a_receive_dropped_mid_line_loses_nothing() {
 }
 
 #[tokio::test]
+async fn the_buffer_of_a_large_message_is_not_kept() {
+    let (mut transport, mut client, _replies) = transport(MAX_LINE);
+    let content = "x".repeat(4 * KEEP_LINE);
+    let large = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "write", "arguments": {"path": "a", "content": content}}});
+    let writer = tokio::spawn(async move {
+        client
+            .write_all(format!("{large}\n").as_bytes())
+            .await
+            .unwrap();
+        client
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n")
+            .await
+            .unwrap();
+        client
+    });
+    assert_eq!(request_id_of(&transport.receive().await.unwrap()), json!(1));
+    assert!(
+        transport.line.capacity() <= KEEP_LINE,
+        "{}",
+        transport.line.capacity()
+    );
+    assert_eq!(request_id_of(&transport.receive().await.unwrap()), json!(2));
+    drop(writer.await.unwrap());
+}
+
+#[tokio::test]
 async fn messages_go_out_one_per_line() {
     let (mut transport, _client, mut replies) = transport(MAX_LINE);
     // Sent concurrently, as rmcp does: each message still arrives whole, on its own line.
@@ -251,6 +278,75 @@ async fn messages_go_out_one_per_line() {
         ))
         .await;
     assert!(after.is_err());
+}
+
+#[tokio::test]
+async fn large_answers_are_written_as_encoded_and_arrive_whole() {
+    use rmcp::model::{CallToolResult, ContentBlock};
+    let (mut transport, _client, mut replies) = transport(MAX_LINE);
+    // Text with everything JSON escapes, over the streaming threshold, and not a multiple of
+    // the piece size.
+    let text: String = "line \"one\"\t\\ é 🦀\n"
+        .repeat(STREAM_FROM / 10)
+        .chars()
+        .take(STREAM_FROM + PIECE / 3)
+        .collect();
+    assert!(text.len() >= STREAM_FROM);
+    let large = |id: i64| {
+        TxJsonRpcMessage::<RoleServer>::response(
+            ServerResult::CallToolResult(CallToolResult::success(vec![ContentBlock::text(
+                text.clone(),
+            )])),
+            RequestId::Number(id),
+        )
+    };
+    let expected = serde_json::to_value(large(0)).unwrap();
+    // Large and small answers sent concurrently: each arrives whole, on its own line.
+    for i in 0..6 {
+        if i % 2 == 0 {
+            tokio::spawn(transport.send(large(i)));
+        } else {
+            tokio::spawn(transport.send(TxJsonRpcMessage::<RoleServer>::response(
+                ServerResult::empty(()),
+                RequestId::Number(i),
+            )));
+        }
+    }
+    let mut ids = Vec::new();
+    for _ in 0..6 {
+        let mut message = next_reply(&mut replies).await;
+        let id = message["id"].as_i64().unwrap();
+        if id % 2 == 0 {
+            message["id"] = json!(0);
+            assert!(message == expected, "answer {id} differs");
+        }
+        ids.push(id);
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, (0..6).collect::<Vec<_>>());
+}
+
+#[test]
+fn only_results_with_large_payloads_are_streamed() {
+    use rmcp::model::{CallToolResult, ContentBlock};
+    let with = |text: String| {
+        TxJsonRpcMessage::<RoleServer>::response(
+            ServerResult::CallToolResult(CallToolResult::success(vec![
+                ContentBlock::text(text.clone()),
+                ContentBlock::text(text),
+            ])),
+            RequestId::Number(1),
+        )
+    };
+    assert_eq!(payload_size(&with("x".repeat(10))), 20);
+    assert!(payload_size(&with("x".repeat(STREAM_FROM / 2))) >= STREAM_FROM);
+    assert_eq!(
+        payload_size(&TxJsonRpcMessage::<RoleServer>::response(
+            ServerResult::empty(()),
+            RequestId::Number(2)
+        )),
+        0
+    );
 }
 
 /// `depth` arrays one inside the other.

@@ -33,11 +33,89 @@ pub struct JournalEntry {
     /// The path as shown.
     pub display: String,
     /// The content before, or `None` when the file did not exist.
-    pub before: Option<Vec<u8>>,
+    pub before: Option<Before>,
     /// Mode and owner before.
     pub ownership: Option<Ownership>,
     /// The hash after, or `None` when the change deleted the file.
     pub after: Option<ContentHash>,
+}
+
+/// What a file held before a change, kept only where it differs from what the change left:
+/// the bytes between the start and the end both share. An edit of one line in a large file
+/// keeps that line, not the file. Undo runs only while the file still holds what the change
+/// left (it checks the hash first), so the shared parts come from the file then.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Before {
+    /// Bytes at the start shared with what the change left.
+    prefix: usize,
+    /// Bytes at the end shared with it.
+    suffix: usize,
+    /// The rest of the content before.
+    middle: Vec<u8>,
+}
+
+impl Before {
+    /// The content `before` a change that left `after` (`None`: it removed the file).
+    pub fn new(before: &[u8], after: Option<&[u8]>) -> Self {
+        let after = after.unwrap_or_default();
+        let prefix = common_prefix(before, after);
+        let suffix = common_suffix(&before[prefix..], &after[prefix..]);
+        Self {
+            prefix,
+            suffix,
+            middle: before[prefix..before.len() - suffix].to_vec(),
+        }
+    }
+
+    /// The content before, given what the file holds now: what the change left. `None` if
+    /// that cannot be it (it is shorter than the shared parts).
+    pub fn restore(&self, now: &[u8]) -> Option<Vec<u8>> {
+        let end = now.len().checked_sub(self.suffix)?;
+        if self.prefix > end {
+            return None;
+        }
+        let mut restored = Vec::with_capacity(self.prefix + self.middle.len() + self.suffix);
+        restored.extend_from_slice(&now[..self.prefix]);
+        restored.extend_from_slice(&self.middle);
+        restored.extend_from_slice(&now[end..]);
+        Some(restored)
+    }
+
+    /// Bytes kept in memory.
+    pub fn kept(&self) -> usize {
+        self.middle.len()
+    }
+}
+
+/// Bytes at the start of `a` and `b` that are the same, compared a block at a time.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 64;
+    let n = a.len().min(b.len());
+    let mut at = 0;
+    while at + BLOCK <= n && a[at..at + BLOCK] == b[at..at + BLOCK] {
+        at += BLOCK;
+    }
+    while at < n && a[at] == b[at] {
+        at += 1;
+    }
+    at
+}
+
+/// Bytes at the end of `a` and `b` that are the same.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 64;
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
+    let mut shared = 0;
+    while shared + BLOCK <= n
+        && a[n - shared - BLOCK..n - shared] == b[n - shared - BLOCK..n - shared]
+    {
+        shared += BLOCK;
+    }
+    while shared < n && a[n - shared - 1] == b[n - shared - 1] {
+        shared += 1;
+    }
+    shared
 }
 
 /// The session's journal.
@@ -59,11 +137,11 @@ impl Journal {
         entries.push_back(entry);
         let mut bytes: usize = entries
             .iter()
-            .map(|e| e.before.as_ref().map_or(0, Vec::len))
+            .map(|e| e.before.as_ref().map_or(0, Before::kept))
             .sum();
         while entries.len() > MAX_ENTRIES || (bytes > MAX_BYTES && entries.len() > 1) {
             if let Some(old) = entries.pop_front() {
-                bytes -= old.before.as_ref().map_or(0, Vec::len);
+                bytes -= old.before.as_ref().map_or(0, Before::kept);
             }
         }
     }
@@ -127,7 +205,7 @@ mod tests {
             tool: "edit".into(),
             path: PathBuf::from(path),
             display: path.into(),
-            before: Some(vec![0; 10]),
+            before: Some(Before::new(&[0; 10], Some(b"x"))),
             ownership: None,
             after: None,
         }
@@ -144,6 +222,41 @@ mod tests {
         journal.remove(&journal.latest(None));
         assert_eq!(journal.latest(None), vec![entry(1, "/a")]);
         assert_eq!(journal.paths(), vec!["/a".to_owned()]);
+    }
+
+    #[test]
+    fn only_what_differs_is_kept_and_the_rest_comes_back_from_the_file() {
+        let cases: [(&[u8], Option<&[u8]>); 9] = [
+            (b"one\ntwo\nthree\n", Some(b"one\n2\nthree\n")),
+            (b"abc", Some(b"abc")),
+            (b"", Some(b"new file")),
+            (b"gone", None),
+            (b"aaaa", Some(b"aa")),
+            (b"aa", Some(b"aaaa")),
+            (b"xyx", Some(b"x")),
+            (b"prefix only", Some(b"prefix")),
+            (b"only suffix", Some(b"suffix")),
+        ];
+        for (before, after) in cases {
+            let kept = Before::new(before, after);
+            assert!(kept.kept() <= before.len());
+            assert_eq!(
+                kept.restore(after.unwrap_or_default()).as_deref(),
+                Some(before),
+                "{before:?} -> {after:?}"
+            );
+        }
+        // A 60 KB file with one line changed keeps that line.
+        let before: Vec<u8> = (0..2000)
+            .flat_map(|i| format!("line {i:05} of the file\n").into_bytes())
+            .collect();
+        let mut after = before.clone();
+        after[30_010..30_015].copy_from_slice(b"EDIT!");
+        let kept = Before::new(&before, Some(&after));
+        assert_eq!(kept.kept(), 5);
+        assert_eq!(kept.restore(&after), Some(before));
+        // What cannot be what the change left is refused.
+        assert_eq!(Before::new(b"abcdef", Some(b"abXdef")).restore(b"ab"), None);
     }
 
     #[test]

@@ -14,7 +14,7 @@ pub use atomic_write::{
     write_atomic, write_checked,
 };
 pub use file_state::{ContentHash, FileStamp, FileStates, Hasher};
-pub use journal::{CommitError, Journal, JournalEntry, Step, commit_all, recover_pending};
+pub use journal::{Before, CommitError, Journal, JournalEntry, Step, commit_all, recover_pending};
 pub use locks::{PathGuard, PathLocks};
 pub use paths::{
     Location, MAX_COMPONENT_BYTES, MAX_PATH_BYTES, OpenKind, PathError, ResolvedPath, Root,

@@ -223,8 +223,12 @@ fn read_up_to(file: &mut File, buf: &mut [u8], enough: usize) -> io::Result<usiz
 
 /// The lines of one page of a file, with what the whole file told us on the way.
 struct Page {
-    /// The shown lines, without their line endings, each with its number.
-    lines: Vec<(usize, String)>,
+    /// The shown lines as the answer shows them: each with its number, a tab, the line
+    /// without its line ending, and `\n`. Written as the file streams by, so that a large
+    /// page is held once, not once per line and again joined.
+    text: String,
+    /// The number of the last shown line (0 before the first).
+    last_shown: usize,
     /// Lines in the whole file.
     total_lines: usize,
     /// Bytes in the whole file.
@@ -274,7 +278,11 @@ impl Page {
         let wanted = move |number: usize| (first..=last).contains(&number);
         let mut hasher = Hasher::default();
         let mut page = Self {
-            lines: Vec::new(),
+            // The whole file, numbered, when it is small; a large page grows as it goes.
+            text: String::with_capacity(
+                usize::try_from(size.min(1 << 20)).unwrap_or(0) * 5 / 4 + 160,
+            ),
+            last_shown: 0,
             total_lines: 0,
             bytes: 0,
             hash: ContentHash::of(b""),
@@ -285,11 +293,9 @@ impl Page {
         // what is left plus one byte to see the end: at least 4 KiB (kernel files say their
         // size is 0) and at most 64 KiB.
         let left = usize::try_from(size.saturating_sub(head.len() as u64)).unwrap_or(usize::MAX);
-        let mut chunk = head;
-        let mut buf = Vec::new();
-        loop {
-            hasher.update(&chunk);
-            let mut rest = chunk.as_slice();
+        let mut feed = |page: &mut Self, chunk: &[u8]| {
+            hasher.update(chunk);
+            let mut rest = chunk;
             while let Some(newline) = memchr_newline(rest) {
                 let (text, after) = rest.split_at(newline + 1);
                 line.push(text, wanted(page.total_lines + 1));
@@ -299,17 +305,18 @@ impl Page {
             }
             line.push(rest, wanted(page.total_lines + 1));
             page.bytes += chunk.len() as u64;
-            if at_end && page.bytes == size {
-                break;
+        };
+        feed(&mut page, &head);
+        if !(at_end && page.bytes == size) {
+            drop(head);
+            let mut buf = vec![0; left.saturating_add(1).clamp(4096, 64 * 1024)];
+            loop {
+                let n = read_up_to(&mut file, &mut buf, usize::MAX)?;
+                if n == 0 {
+                    break;
+                }
+                feed(&mut page, &buf[..n]);
             }
-            if buf.is_empty() {
-                buf = vec![0; left.saturating_add(1).clamp(4096, 64 * 1024)];
-            }
-            let n = read_up_to(&mut file, &mut buf, usize::MAX)?;
-            if n == 0 {
-                break;
-            }
-            chunk = buf[..n].to_vec();
         }
         if line.len > 0 {
             // A last line without a newline.
@@ -340,8 +347,11 @@ impl Page {
                     String::from_utf8_lossy(bytes)
                 }
             };
-            self.lines
-                .push((self.total_lines, cut_long_line(&text, line.len)));
+            reserve(&mut self.text, text.len() + 64);
+            let _ = write!(self.text, "{:>6}\t", self.total_lines);
+            push_cut_line(&mut self.text, &text, line.len);
+            self.text.push('\n');
+            self.last_shown = self.total_lines;
         }
         *line = LineBuf::default();
     }
@@ -368,13 +378,13 @@ impl Page {
                 self.total_lines, self.total_lines
             )));
         }
-        let end = self.lines.last().map_or(first, |(n, _)| *n);
+        let end = if self.last_shown == 0 {
+            first
+        } else {
+            self.last_shown
+        };
         let hash = self.hash.to_string();
-        let mut text =
-            String::with_capacity(self.lines.iter().map(|(_, l)| l.len() + 8).sum::<usize>() + 120);
-        for (number, line) in &self.lines {
-            let _ = writeln!(text, "{number:>6}\t{line}");
-        }
+        let mut text = self.text;
         let _ = write!(
             text,
             "\n[{display}: lines {first}-{end} of {}, hash {hash}",
@@ -410,12 +420,39 @@ impl Page {
     }
 }
 
-/// Cuts a line after [`MAX_LINE_CHARS`] characters, with a marker giving its full length.
-fn cut_long_line(line: &str, full_bytes: usize) -> String {
+/// A page's text past this size grows at once to [`LARGE_TEXT`] bytes of capacity.
+const LARGE_FROM: usize = 1 << 20;
+
+/// The capacity of a large page's text: over 32 MiB, the ceiling of glibc's dynamic mmap
+/// threshold. glibc maps a block that large on its own and unmaps it when it is freed, without
+/// raising the threshold, so the pages of a 10 MiB read go back to the system as soon as its
+/// answer is written. A smaller mapped block would, once freed, raise the threshold to its
+/// size, and the next large page would be built on the heap and stay resident after it is
+/// freed. Capacity is address space only: the pages touched are the text's.
+const LARGE_TEXT: usize = (32 << 20) + (64 << 10);
+
+/// Makes room for `more` bytes, growing a large text straight to [`LARGE_TEXT`] (or double).
+fn reserve(text: &mut String, more: usize) {
+    let needed = text.len() + more;
+    if needed > text.capacity() && needed > LARGE_FROM {
+        let capacity = needed.max(LARGE_TEXT).max(text.len() * 2);
+        text.reserve_exact(capacity - text.len());
+    }
+}
+
+/// Appends a line cut after [`MAX_LINE_CHARS`] characters, with a marker giving its full
+/// length.
+fn push_cut_line(out: &mut String, line: &str, full_bytes: usize) {
     match line.char_indices().nth(MAX_LINE_CHARS) {
-        None if full_bytes <= line.len() + 2 => line.to_owned(),
-        None => format!("{line}... [line cut: {full_bytes} bytes in all]"),
-        Some((cut, _)) => format!("{}... [line cut: {full_bytes} bytes in all]", &line[..cut]),
+        None if full_bytes <= line.len() + 2 => out.push_str(line),
+        None => {
+            out.push_str(line);
+            let _ = write!(out, "... [line cut: {full_bytes} bytes in all]");
+        }
+        Some((cut, _)) => {
+            out.push_str(&line[..cut]);
+            let _ = write!(out, "... [line cut: {full_bytes} bytes in all]");
+        }
     }
 }
 

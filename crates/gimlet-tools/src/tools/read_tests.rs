@@ -329,3 +329,43 @@ async fn small_cached_text_files_are_read_without_waiting_and_the_rest_where_it_
     let text = ws.text("read", json!({"path": "a.ipynb"})).await;
     assert!(text.contains("     1\tnot a notebook\n"), "{text}");
 }
+
+#[test]
+fn a_large_page_grows_at_once_past_the_allocators_mapping_ceiling() {
+    use super::{LARGE_FROM, LARGE_TEXT, reserve};
+    // Small texts grow as usual.
+    let mut small = String::with_capacity(16);
+    reserve(&mut small, 1000);
+    assert!(small.capacity() < LARGE_FROM);
+    // Past LARGE_FROM, one reservation over 32 MiB, and nothing more until it is full.
+    let mut large = "x".repeat(LARGE_FROM);
+    reserve(&mut large, 100);
+    assert!(large.capacity() >= LARGE_TEXT, "{}", large.capacity());
+    assert!(LARGE_TEXT > 32 << 20);
+    let capacity = large.capacity();
+    large.push_str(&"y".repeat(1 << 20));
+    reserve(&mut large, 100);
+    assert_eq!(large.capacity(), capacity);
+}
+
+#[tokio::test]
+async fn a_page_over_a_mebibyte_reads_whole_and_exact() {
+    let ws = TestWorkspace::custom(|env| {
+        env.limits(crate::OutputLimits {
+            max_lines: 100_000,
+            max_bytes: 8 << 20,
+            ..crate::OutputLimits::DEFAULT
+        })
+    });
+    let body: String = (1..=40_000)
+        .map(|i| format!("line number {i:08}\n"))
+        .collect();
+    ws.write("big.txt", &body);
+    let text = ws
+        .text("read", json!({"path": "big.txt", "limit": 40_000}))
+        .await;
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "     1\tline number 00000001");
+    assert_eq!(lines[39_999], " 40000\tline number 00040000");
+    assert!(lines[40_001].starts_with("[big.txt: lines 1-40000 of 40000"));
+}

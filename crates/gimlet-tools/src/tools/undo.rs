@@ -111,8 +111,27 @@ fn revert(ctx: &ToolContext, entries: &[JournalEntry]) -> Result<ToolOutput, Too
         }
         current.push(loaded);
     }
+    // The content before, from what the journal kept and what the file holds now (what the
+    // change left, as the hash just showed).
+    let mut restored: Vec<Option<Vec<u8>>> = Vec::with_capacity(entries.len());
     for (entry, loaded) in entries.iter().zip(&current) {
-        if entry.before.is_some() && !loaded.exists() {
+        restored.push(match &entry.before {
+            None => None,
+            Some(before) => Some(
+                before
+                    .restore(loaded.bytes.as_deref().unwrap_or_default())
+                    .ok_or_else(|| {
+                        ToolError::failed(format!(
+                            "`{}` cannot be restored from what the journal kept; nothing was \
+                             reverted",
+                            entry.display
+                        ))
+                    })?,
+            ),
+        });
+    }
+    for (loaded, before) in current.iter().zip(&restored) {
+        if before.is_some() && !loaded.exists() {
             create_parents(&loaded.resolved)?;
         }
     }
@@ -120,19 +139,17 @@ fn revert(ctx: &ToolContext, entries: &[JournalEntry]) -> Result<ToolOutput, Too
     let files: Vec<_> = entries
         .iter()
         .zip(&current)
-        .map(|(entry, loaded)| (loaded, entry.before.as_deref(), entry.ownership))
+        .zip(&restored)
+        .map(|((entry, loaded), before)| (loaded, before.as_deref(), entry.ownership))
         .collect();
     commit_files(ctx, &files)?;
     let mut text = String::new();
-    for (entry, loaded) in entries.iter().zip(&current) {
+    for ((entry, loaded), before) in entries.iter().zip(&current).zip(&restored) {
         let before_text = loaded
             .bytes
             .as_ref()
             .map_or_else(String::new, |b| normalized(b));
-        let after_text = entry
-            .before
-            .as_ref()
-            .map_or_else(String::new, |b| normalized(b));
+        let after_text = before.as_ref().map_or_else(String::new, |b| normalized(b));
         let (diff, _) = render_diff(&before_text, &after_text);
         let action = match (&entry.before, entry.after) {
             (None, _) => "removed (it did not exist before)",
