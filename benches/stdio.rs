@@ -51,7 +51,7 @@ struct Server {
 
 impl Server {
     fn spawn(root: &std::path::Path, data: &std::path::Path) -> Self {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_gimlet"));
+        let mut command = Command::new(gimlet_binary());
         command
             .args(["serve", "--root"])
             .arg(root)
@@ -66,7 +66,7 @@ impl Server {
         data: &std::path::Path,
         config: &std::path::Path,
     ) -> Self {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_gimlet"));
+        let mut command = Command::new(gimlet_binary());
         command
             .arg("--config")
             .arg(config)
@@ -83,6 +83,17 @@ impl Server {
         let mut command = Command::new(std::env::current_exe().unwrap());
         command.env(FLOOR, answer);
         Self::start(command)
+    }
+
+    /// The no-op server on the TypeScript SDK ([`TS_FLOOR`]), answering `read` with the text in
+    /// `answer`; `None` when the variable is not set.
+    fn spawn_ts_floor(answer: &std::path::Path) -> Option<Self> {
+        let command = std::env::var(TS_FLOOR).ok()?;
+        let command: Vec<String> = serde_json::from_str(&command)
+            .unwrap_or_else(|_| panic!("{TS_FLOOR} must be a JSON array: [\"node\", \"script\"]"));
+        let mut spawn = Command::new(&command[0]);
+        spawn.args(&command[1..]).arg(answer);
+        Some(Self::start(spawn))
     }
 
     /// This benchmark itself as the bare server ([`bare_server`]), reading files in `root`.
@@ -441,6 +452,19 @@ fn floor_server(answer: &std::path::Path) {
         });
 }
 
+/// The no-op server on the official TypeScript SDK, as a JSON array: the node binary (itself,
+/// not a wrapper: its CPU time is read from /proc) and `bench/noop-server.mjs`
+/// (`bench/floor-compare.sh` sets it). Measured beside the rmcp one when set.
+const TS_FLOOR: &str = "GIMLET_BENCH_TS_FLOOR";
+
+/// Another gimlet binary to measure instead of the one built with this benchmark, for A/B
+/// runs of two builds in one session.
+const BINARY: &str = "GIMLET_BENCH_BINARY";
+
+fn gimlet_binary() -> std::ffi::OsString {
+    std::env::var_os(BINARY).unwrap_or_else(|| env!("CARGO_BIN_EXE_gimlet").into())
+}
+
 /// Set (to the root) in the environment of the benchmark started as the bare server.
 const BARE: &str = "GIMLET_BENCH_BARE_ROOT";
 
@@ -536,7 +560,7 @@ fn main() {
     let data = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("small.txt"), "one\ntwo\nthree\n").unwrap();
     std::fs::write(root.path().join("source.rs"), source_text(SOURCE_LINES)).unwrap();
-    // `cargo bench --bench stdio -- bash` (or `memory`): only that case.
+    // `cargo bench --bench stdio -- bash` (or `memory`, `throughput`, `edit`): only that case.
     let only = |name: &str| std::env::args().skip(1).any(|a| a == name);
     if only("bash") {
         commands(root.path(), data.path());
@@ -544,6 +568,14 @@ fn main() {
     }
     if only("memory") {
         memory(root.path(), data.path());
+        return;
+    }
+    if only("throughput") {
+        throughput(root.path(), data.path());
+        return;
+    }
+    if only("edit") {
+        edits(root.path(), data.path());
         return;
     }
 
@@ -625,6 +657,12 @@ fn reads(root: &std::path::Path, data: &std::path::Path) {
     let mut floor = warmed_up(Server::spawn_floor(answer_file.path()), &source_abs);
     let floor_read = timed_calls(&mut floor, "tools/call", &source_abs);
     floor.stop();
+    let ts_read = Server::spawn_ts_floor(answer_file.path()).map(|ts| {
+        let mut ts = warmed_up(ts, &source_abs);
+        let timed = timed_calls(&mut ts, "tools/call", &source_abs);
+        ts.stop();
+        timed
+    });
     // The machine's floor for the small read (see `bare_server`).
     let mut bare = warmed_up(Server::spawn_bare(root), &small);
     let bare_read = timed_calls(&mut bare, "tools/call", &small);
@@ -650,12 +688,22 @@ fn reads(root: &std::path::Path, data: &std::path::Path) {
         &floor_read.latencies,
         false,
     );
+    if let Some(ts) = &ts_read {
+        row(
+            "no-op TypeScript SDK server, same answer",
+            &ts.latencies,
+            false,
+        );
+    }
     println!("server CPU per call:");
     println!("- read 3-line file, relative: {small_read}");
     println!("- read {SOURCE_LINES}-line file, absolute: {abs_read}");
     println!("- read {SOURCE_LINES}-line file, relative: {rel_read}");
     println!("- ping (gimlet's protocol floor): {pings}");
-    println!("- no-op rmcp server (the MCP floor): {floor_read}");
+    println!("- no-op rmcp server: {floor_read}");
+    if let Some(ts) = &ts_read {
+        println!("- no-op TypeScript SDK server: {ts}");
+    }
     println!("- bare loop, 3-line file (this machine's floor): {bare_read}");
     let ratio = |a: &Timed, b: &Timed| {
         format!(
@@ -665,10 +713,18 @@ fn reads(root: &std::path::Path, data: &std::path::Path) {
         )
     };
     println!(
-        "{SOURCE_LINES}-line read against the no-op server: absolute path {}; relative path {}",
+        "{SOURCE_LINES}-line read against the no-op rmcp server: absolute path {}; relative path {}",
         ratio(&abs_read, &floor_read),
         ratio(&rel_read, &floor_read)
     );
+    if let Some(ts) = &ts_read {
+        println!(
+            "{SOURCE_LINES}-line read against the no-op TypeScript SDK server: absolute path {}; \
+             relative path {}",
+            ratio(&abs_read, ts),
+            ratio(&rel_read, ts)
+        );
+    }
 }
 
 /// Calls per second with 16 calls kept in flight (and one at a time), gimlet reading the
@@ -693,6 +749,13 @@ fn throughput(root: &std::path::Path, data: &std::path::Path) {
     let floor_many = floor.in_flight(&call, DEPTH, CALLS);
     gimlet.stop();
     floor.stop();
+    let ts = Server::spawn_ts_floor(answer_file.path()).map(|ts| {
+        let mut ts = warmed_up(ts, &call);
+        let one = ts.in_flight(&call, 1, CALLS);
+        let many = ts.in_flight(&call, DEPTH, CALLS);
+        ts.stop();
+        (one, many)
+    });
     println!("\n{CALLS} reads of the {SOURCE_LINES}-line file by absolute path");
     println!(
         "| in flight | gimlet calls/s | CPU per call | no-op rmcp server calls/s | CPU per call | ratio |"
@@ -704,6 +767,15 @@ fn throughput(root: &std::path::Path, data: &std::path::Path) {
         println!(
             "| {depth} | {g:.0} | {g_cpu:.1} µs | {f:.0} | {f_cpu:.1} µs | {:.2} |",
             g / f
+        );
+    }
+    if let Some(((one, one_cpu), (many, many_cpu))) = ts {
+        println!(
+            "no-op TypeScript SDK server: {one:.0} calls/s one at a time ({one_cpu:.1} µs CPU per \
+             call), {many:.0} with {DEPTH} in flight ({many_cpu:.1} µs); gimlet against it: \
+             {:.2} and {:.2}",
+            gimlet_one.0 / one,
+            gimlet_many.0 / many
         );
     }
 }
@@ -747,6 +819,7 @@ fn edits(root: &std::path::Path, data: &std::path::Path) {
     timed(&mut floor, 100);
     let (floor_latencies, floor_cpu) = timed(&mut floor, EDITS);
     floor.stop();
+    let durable = durable_replaces(root, EDITS);
     println!(
         "\n`edit` of a {} KB file, {EDITS} times one after another",
         edit_text().len() / 1000
@@ -755,7 +828,41 @@ fn edits(root: &std::path::Path, data: &std::path::Path) {
     println!("|---|---|---|---|");
     row("gimlet `edit` (client-observed)", &latencies, true);
     row("no-op rmcp server, same request", &floor_latencies, true);
+    row(
+        "the file's durable replacement alone (write, fsync, rename, fsync of the folder)",
+        &durable,
+        true,
+    );
     println!("server CPU per call: gimlet {cpu:.1} µs, no-op server {floor_cpu:.1} µs");
+}
+
+/// The least a durable replacement of the edited file costs on this file system, done by this
+/// process: write a temporary file next to it, fsync it, rename it over the file, fsync the
+/// folder. Sorted times of `n` replacements.
+fn durable_replaces(root: &std::path::Path, n: usize) -> Vec<Duration> {
+    let dir = root.join("durable");
+    std::fs::create_dir_all(&dir).unwrap();
+    let folder = std::fs::File::open(&dir).unwrap();
+    let (one, other) = (edit_text(), edit_text().replace("= 0;", "= 1;"));
+    let mut times = Vec::with_capacity(n);
+    for i in 0..n {
+        let started = Instant::now();
+        let temp = dir.join(".big.rs.tmp");
+        let mut file = std::fs::File::create(&temp).unwrap();
+        file.write_all(if i % 2 == 0 {
+            one.as_bytes()
+        } else {
+            other.as_bytes()
+        })
+        .unwrap();
+        file.sync_all().unwrap();
+        drop(file);
+        std::fs::rename(&temp, dir.join("big.rs")).unwrap();
+        folder.sync_all().unwrap();
+        times.push(started.elapsed());
+    }
+    times.sort();
+    times
 }
 
 /// A 60 KB source file with one line the edits change.

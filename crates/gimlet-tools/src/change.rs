@@ -209,13 +209,13 @@ pub(crate) fn commit(
     ctx.record_change(path, loaded.bytes.as_deref());
     let after = match new {
         Some(bytes) => {
-            let meta = write_checked(
+            // The hash of what was written, computed once, as it was written.
+            let (meta, hash) = write_checked(
                 &loaded.resolved,
                 bytes,
                 loaded.ownership,
                 &loaded.expected(),
             )?;
-            let hash = ContentHash::of(bytes);
             ctx.session().files().record(
                 path,
                 FileStamp {

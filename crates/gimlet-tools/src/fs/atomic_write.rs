@@ -495,13 +495,14 @@ pub(super) fn hold_old(dir: &OwnedFd, name: &OsStr) -> Option<File> {
 
 /// Replaces (or creates) the file at `resolved` with `bytes`, atomically, if it is still as
 /// `expected`. `keep` gives the mode and owner to apply; without it an existing file keeps its
-/// own, and a new file gets 0644 minus the umask. Returns the new file's metadata.
+/// own, and a new file gets 0644 minus the umask. Returns the new file's metadata and content
+/// hash.
 pub fn write_checked(
     resolved: &ResolvedPath,
     bytes: &[u8],
     keep: Option<Ownership>,
     expected: &Expected,
-) -> Result<std::fs::Metadata, WriteError> {
+) -> Result<(std::fs::Metadata, ContentHash), WriteError> {
     let (dir, name) = open_parent_dir(resolved)?;
     let existing = inspect_target(&dir, &name, resolved)?;
     let path = resolved.display();
@@ -542,7 +543,7 @@ pub fn write_checked(
         Ok(()) => {
             // The rename is durable once the directory is: a crash after this keeps the new file.
             let _ = rustix::fs::fsync(&dir);
-            temp.file.metadata().map_err(io)
+            Ok((temp.file.metadata().map_err(io)?, temp.hash))
         }
         Err(err) => {
             temp.discard(&dir);
@@ -841,7 +842,7 @@ pub fn write_atomic(
     bytes: &[u8],
     keep: Option<Ownership>,
 ) -> Result<std::fs::Metadata, WriteError> {
-    write_checked(resolved, bytes, keep, &Expected::Anything)
+    write_checked(resolved, bytes, keep, &Expected::Anything).map(|(meta, _)| meta)
 }
 
 /// Removes the file at `resolved` if it is still as `expected` (for deletes and moves). It is

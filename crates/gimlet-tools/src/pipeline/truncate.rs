@@ -133,7 +133,9 @@ fn take_tail(lines: &[&str], max_lines: usize, max_bytes: usize) -> Kept {
 }
 
 fn count_lines(text: &str) -> usize {
-    text.split_inclusive('\n').count()
+    // As `text.split_inclusive('\n').count()`, a vectorised pass instead of one search per line.
+    let newlines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
+    newlines + usize::from(!text.is_empty() && !text.ends_with('\n'))
 }
 
 fn ceil_char_boundary(s: &str, index: usize) -> usize {

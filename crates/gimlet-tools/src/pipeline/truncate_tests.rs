@@ -269,3 +269,14 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn lines_are_counted_as_split_inclusive_counts_them() {
+    for text in ["", "a", "a\n", "a\nb", "\n\n", "a\r\nb\r\n", "é\nü"] {
+        assert_eq!(
+            super::count_lines(text),
+            text.split_inclusive('\n').count(),
+            "{text:?}"
+        );
+    }
+}

@@ -298,8 +298,16 @@ impl Page {
             let mut rest = chunk;
             while let Some(newline) = memchr_newline(rest) {
                 let (text, after) = rest.split_at(newline + 1);
-                line.push(text, wanted(page.total_lines + 1));
-                page.end_line(&mut line, wanted(page.total_lines + 1));
+                let wanted_line = wanted(page.total_lines + 1);
+                if line.len == 0 {
+                    // The whole line is in this chunk: shown from it, not copied first.
+                    page.end_line(text, text.len(), line.start, wanted_line);
+                } else {
+                    line.push(text, wanted_line);
+                    page.end_line(&line.kept, line.len, line.start, wanted_line);
+                    line.kept.clear();
+                    line.len = 0;
+                }
                 line.start = page.bytes + (chunk.len() - after.len()) as u64;
                 rest = after;
             }
@@ -320,17 +328,25 @@ impl Page {
         }
         if line.len > 0 {
             // A last line without a newline.
-            page.end_line(&mut line, wanted(page.total_lines + 1));
+            page.end_line(
+                &line.kept,
+                line.len,
+                line.start,
+                wanted(page.total_lines + 1),
+            );
         }
         page.hash = hasher.finish();
         Ok(page)
     }
 
-    fn end_line(&mut self, line: &mut LineBuf, wanted: bool) {
+    /// Counts the next line and, if `wanted`, shows it: `bytes` is its start (all of it, or at
+    /// least its first [`LINE_KEEP_BYTES`]), `len` its full length with its line ending, and
+    /// `start` its offset in the file.
+    fn end_line(&mut self, bytes: &[u8], len: usize, start: u64, wanted: bool) {
         self.total_lines += 1;
         if wanted {
-            let capped = line.len > line.kept.len();
-            let mut bytes = line.kept.as_slice();
+            let mut bytes = &bytes[..bytes.len().min(LINE_KEEP_BYTES)];
+            let capped = len > bytes.len();
             while let [rest @ .., b'\n' | b'\r'] = bytes {
                 bytes = rest;
             }
@@ -341,19 +357,18 @@ impl Page {
                     String::from_utf8_lossy(&bytes[..err.valid_up_to()])
                 }
                 Err(err) => {
-                    let at = line.start + err.valid_up_to() as u64;
+                    let at = start + err.valid_up_to() as u64;
                     self.invalid_utf8_at
                         .get_or_insert(usize::try_from(at).unwrap_or(usize::MAX));
                     String::from_utf8_lossy(bytes)
                 }
             };
             reserve(&mut self.text, text.len() + 64);
-            let _ = write!(self.text, "{:>6}\t", self.total_lines);
-            push_cut_line(&mut self.text, &text, line.len);
+            push_number(&mut self.text, self.total_lines);
+            push_cut_line(&mut self.text, &text, len);
             self.text.push('\n');
             self.last_shown = self.total_lines;
         }
-        *line = LineBuf::default();
     }
 
     fn into_output(
@@ -418,6 +433,25 @@ impl Page {
         });
         Ok(output)
     }
+}
+
+/// Appends a line number right-aligned in six columns and a tab, as `cat -n` shows it
+/// (`{number:>6}\t`, without the formatting machinery: it runs once per shown line).
+fn push_number(text: &mut String, number: usize) {
+    let mut digits = [b' '; 24];
+    let mut at = digits.len() - 1;
+    digits[at] = b'\t';
+    let mut left = number;
+    loop {
+        at -= 1;
+        digits[at] = b"0123456789"[left % 10];
+        left /= 10;
+        if left == 0 {
+            break;
+        }
+    }
+    let from = at.min(digits.len() - 7);
+    text.push_str(std::str::from_utf8(&digits[from..]).unwrap_or("\t"));
 }
 
 /// A page's text past this size grows at once to [`LARGE_TEXT`] bytes of capacity.

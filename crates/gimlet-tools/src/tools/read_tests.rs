@@ -369,3 +369,22 @@ async fn a_page_over_a_mebibyte_reads_whole_and_exact() {
     assert_eq!(lines[39_999], " 40000\tline number 00040000");
     assert!(lines[40_001].starts_with("[big.txt: lines 1-40000 of 40000"));
 }
+
+#[test]
+fn line_numbers_are_written_as_cat_n_writes_them() {
+    for number in [
+        0,
+        1,
+        9,
+        10,
+        99_999,
+        999_999,
+        1_000_000,
+        123_456_789,
+        usize::MAX,
+    ] {
+        let mut text = String::from("x");
+        super::push_number(&mut text, number);
+        assert_eq!(text, format!("x{number:>6}\t"));
+    }
+}
