@@ -1,4 +1,5 @@
 mod bash;
+mod binary;
 mod crash;
 mod escapes;
 mod extending;

@@ -477,6 +477,12 @@ fn reserve(text: &mut String, more: usize) {
 /// Appends a line cut after [`MAX_LINE_CHARS`] characters, with a marker giving its full
 /// length.
 fn push_cut_line(out: &mut String, line: &str, full_bytes: usize) {
+    if line.len() <= MAX_LINE_CHARS && full_bytes <= line.len() + 2 {
+        // Too few bytes for too many characters, and all of the line: nothing to cut (most
+        // lines, found without counting characters).
+        out.push_str(line);
+        return;
+    }
     match line.char_indices().nth(MAX_LINE_CHARS) {
         None if full_bytes <= line.len() + 2 => out.push_str(line),
         None => {
