@@ -575,7 +575,7 @@ fn main() {
         return;
     }
     if only("edit") {
-        edits(root.path(), data.path());
+        edits_here_and_in_memory(root.path(), data.path());
         return;
     }
 
@@ -596,7 +596,7 @@ fn main() {
         measure_other(&other, root.path());
     }
     throughput(root.path(), data.path());
-    edits(root.path(), data.path());
+    edits_here_and_in_memory(root.path(), data.path());
     let tree = tempfile::tempdir().unwrap();
     parallel(tree.path(), data.path());
     memory(root.path(), data.path());
@@ -780,11 +780,25 @@ fn throughput(root: &std::path::Path, data: &std::path::Path) {
     }
 }
 
-/// `edit` of a 60 KB file, one after another, against the no-op server answering the same
-/// request.
-fn edits(root: &std::path::Path, data: &std::path::Path) {
+/// [`edits`] in the temporary folder (on disk here), and again in a folder on a memory file
+/// system (`/dev/shm`, where there is one), where fsync costs nothing: the difference is what
+/// durability costs on this disk, the rest is gimlet's.
+fn edits_here_and_in_memory(root: &std::path::Path, data: &std::path::Path) {
+    edits(root, data, "the temporary folder");
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir()
+        && let Ok(memory) = tempfile::tempdir_in(shm)
+    {
+        edits(memory.path(), data, "a memory file system (/dev/shm)");
+    }
+}
+
+/// `edit` of a 60 KB file in `root`, one after another, against the no-op server answering the
+/// same request. A `.txt` file: no language server is started for it, so what is measured is
+/// the edit (the `lsp` benchmark measures the servers).
+fn edits(root: &std::path::Path, data: &std::path::Path, place: &str) {
     const EDITS: usize = 2_000;
-    let path = root.join("big.rs");
+    let path = root.join("big.txt");
     std::fs::write(&path, edit_text()).unwrap();
     let path = path.display().to_string();
     let mut server = Server::spawn(root, data);
@@ -821,7 +835,7 @@ fn edits(root: &std::path::Path, data: &std::path::Path) {
     floor.stop();
     let durable = durable_replaces(root, EDITS);
     println!(
-        "\n`edit` of a {} KB file, {EDITS} times one after another",
+        "\n`edit` of a {} KB file in {place}, {EDITS} times one after another",
         edit_text().len() / 1000
     );
     println!("| measure | median | p10 | p90 |");
@@ -847,7 +861,7 @@ fn durable_replaces(root: &std::path::Path, n: usize) -> Vec<Duration> {
     let mut times = Vec::with_capacity(n);
     for i in 0..n {
         let started = Instant::now();
-        let temp = dir.join(".big.rs.tmp");
+        let temp = dir.join(".big.txt.tmp");
         let mut file = std::fs::File::create(&temp).unwrap();
         file.write_all(if i % 2 == 0 {
             one.as_bytes()
@@ -857,7 +871,7 @@ fn durable_replaces(root: &std::path::Path, n: usize) -> Vec<Duration> {
         .unwrap();
         file.sync_all().unwrap();
         drop(file);
-        std::fs::rename(&temp, dir.join("big.rs")).unwrap();
+        std::fs::rename(&temp, dir.join("big.txt")).unwrap();
         folder.sync_all().unwrap();
         times.push(started.elapsed());
     }
@@ -888,7 +902,7 @@ fn memory(root: &std::path::Path, data: &std::path::Path) {
     let huge = root.join("huge.txt");
     let line = "the quick brown fox jumps over the lazy dog, again and again\n";
     std::fs::write(&huge, line.repeat((10 << 20) / line.len())).unwrap();
-    std::fs::write(root.join("big.rs"), edit_text()).unwrap();
+    std::fs::write(root.join("big.txt"), edit_text()).unwrap();
     let tree = root.join("tree");
     for d in 0..20 {
         let dir = tree.join(format!("dir{d}"));
@@ -905,7 +919,7 @@ fn memory(root: &std::path::Path, data: &std::path::Path) {
     let (idle, _) = server.memory();
     let idle_parts = server.memory_parts();
     let edit = |from: &str, to: &str| {
-        serde_json::json!({"name": "edit", "arguments": {"path": "big.rs",
+        serde_json::json!({"name": "edit", "arguments": {"path": "big.txt",
             "old_string": format!("const MARKER: u32 = {from};"),
             "new_string": format!("const MARKER: u32 = {to};")}})
     };
@@ -924,7 +938,7 @@ fn memory(root: &std::path::Path, data: &std::path::Path) {
         ),
         (
             "edit of a 60 KB file (200)",
-            std::iter::once(serde_json::json!({"name": "read", "arguments": {"path": "big.rs"}}))
+            std::iter::once(serde_json::json!({"name": "read", "arguments": {"path": "big.txt"}}))
                 .chain((0..100).flat_map(|_| [edit("0", "1"), edit("1", "0")]))
                 .collect(),
         ),

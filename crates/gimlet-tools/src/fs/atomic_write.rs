@@ -743,39 +743,84 @@ impl Watched {
 /// Files watched at most; the oldest go first beyond.
 const MAX_WATCHED: usize = 1024;
 
+/// The files being watched, one queue per check still to come. Files arrive in the order
+/// they were swapped (to within the moment two writers race) and every file waits the same
+/// times, so each queue is in the order its files are due: the next file due is at the front of one of them, and a burst of changes
+/// costs the watcher a constant amount of work per file, not a scan of all of them.
+#[derive(Default)]
+struct WatchQueues {
+    /// `queues[k]`: files whose next check is `LATE_APPEND_CHECKS[k]` after their swap.
+    queues: [std::collections::VecDeque<Watched>; LATE_APPEND_CHECKS.len()],
+}
+
+impl WatchQueues {
+    fn len(&self) -> usize {
+        self.queues
+            .iter()
+            .map(std::collections::VecDeque::len)
+            .sum()
+    }
+
+    /// Adds a file after its first check, dropping the one watched longest beyond the limit.
+    fn push(&mut self, new: Watched) {
+        if self.len() >= MAX_WATCHED
+            && let Some(oldest) = self.queues.iter_mut().rev().find(|q| !q.is_empty())
+        {
+            oldest.pop_front();
+        }
+        if let Some(queue) = self.queues.get_mut(new.checks) {
+            queue.push_back(new);
+        }
+    }
+
+    /// When the next check is due, if any.
+    fn next_due(&self) -> Option<std::time::Instant> {
+        self.queues
+            .iter()
+            .filter_map(|q| q.front().and_then(Watched::due))
+            .min()
+    }
+
+    /// Runs every check due by `now`; a file goes to the next queue, or away after its last.
+    fn run_due(&mut self, now: std::time::Instant) {
+        for stage in 0..self.queues.len() {
+            while self.queues[stage]
+                .front()
+                .and_then(Watched::due)
+                .is_some_and(|due| due <= now)
+            {
+                let Some(mut watched) = self.queues[stage].pop_front() else {
+                    break;
+                };
+                watched.checks += 1;
+                if let Err(err) = watched.check() {
+                    tracing::debug!("watching for late appends: {err}");
+                    continue;
+                }
+                if let Some(next) = self.queues.get_mut(watched.checks) {
+                    next.push_back(watched);
+                }
+            }
+        }
+    }
+}
+
 /// The watcher thread: checks each file when due, drops it after its last check.
 fn watch_late_appends(receive: &std::sync::mpsc::Receiver<Watched>) {
-    let mut watched: Vec<Watched> = Vec::new();
+    let mut watched = WatchQueues::default();
     loop {
         let now = std::time::Instant::now();
         let wait = watched
-            .iter()
-            .filter_map(Watched::due)
-            .min()
+            .next_due()
             .map_or(std::time::Duration::from_secs(60), |due| {
                 due.saturating_duration_since(now)
             });
         match receive.recv_timeout(wait) {
-            Ok(new) => {
-                if watched.len() >= MAX_WATCHED {
-                    watched.remove(0);
-                }
-                watched.push(new);
-            }
+            Ok(new) => watched.push(new),
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
         }
-        let now = std::time::Instant::now();
-        watched.retain_mut(|w| {
-            while w.due().is_some_and(|due| due <= now) {
-                w.checks += 1;
-                if let Err(err) = w.check() {
-                    tracing::debug!("watching for late appends: {err}");
-                    return false;
-                }
-            }
-            w.due().is_some()
-        });
+        watched.run_due(std::time::Instant::now());
     }
 }
 

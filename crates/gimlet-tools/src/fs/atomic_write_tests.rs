@@ -272,3 +272,41 @@ fn an_append_to_the_file_just_replaced_is_carried_over() {
     std::thread::park_timeout(std::time::Duration::from_millis(300));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "TWO\n");
 }
+
+#[test]
+fn watched_files_move_through_their_checks_in_order_and_are_bounded() {
+    let ws = TestWorkspace::new();
+    let path = ws.write("w.txt", "one\n");
+    let dir = File::open(ws.root()).unwrap();
+    let start = std::time::Instant::now();
+    let watched = |age_ms: u64| Watched {
+        dir: rustix::io::dup(&dir).unwrap(),
+        name: OsString::from("w.txt"),
+        file: File::open(&path).unwrap(),
+        len: 4,
+        hash: ContentHash::of(b"one\n"),
+        copied: 4,
+        since: start - std::time::Duration::from_millis(age_ms),
+        checks: 1,
+    };
+    let mut queues = WatchQueues::default();
+    // Oldest first, as they arrive: one due for its 20 ms check, one not yet.
+    queues.push(watched(50));
+    queues.push(watched(5));
+    assert_eq!(
+        queues.next_due(),
+        Some(start - std::time::Duration::from_millis(30))
+    );
+    queues.run_due(start);
+    assert_eq!(queues.queues[1].len(), 1);
+    assert_eq!(queues.queues[2].len(), 1);
+    // Every check done two seconds on: nothing is left.
+    queues.run_due(start + std::time::Duration::from_secs(3));
+    assert_eq!(queues.len(), 0);
+    assert_eq!(queues.next_due(), None);
+    // A burst beyond the limit keeps the newest.
+    for _ in 0..MAX_WATCHED + 10 {
+        queues.push(watched(0));
+    }
+    assert_eq!(queues.len(), MAX_WATCHED);
+}
