@@ -169,7 +169,9 @@ const NOT_SEARCHED: &[&str] = &["node_modules", "target", ".venv", "venv", "__py
 #[derive(Debug, Clone)]
 pub struct Protected {
     extra: Vec<String>,
-    globs: GlobSet,
+    /// The patterns compiled on first use, shared by clones: compiling them is a regex build,
+    /// which a server that never writes does not need to pay for, or keep, at start.
+    globs: std::sync::Arc<std::sync::OnceLock<GlobSet>>,
 }
 
 impl Default for Protected {
@@ -198,6 +200,14 @@ impl Protected {
                 usable
             })
             .collect();
+        Self {
+            extra,
+            globs: std::sync::Arc::default(),
+        }
+    }
+
+    /// The built-in entries and the configured ones as one set of patterns.
+    fn compile(extra: &[String]) -> GlobSet {
         let mut builder = GlobSetBuilder::new();
         let mut add = |pattern: String| {
             if let Ok(glob) = Glob::new(&pattern) {
@@ -221,13 +231,12 @@ impl Protected {
                 }
             }
         }
-        for path in &extra {
+        for path in extra {
             let path = escape_glob(path);
             add(format!("**/{path}"));
             add(format!("**/{path}/**"));
         }
-        let globs = builder.build().unwrap_or_else(|_| GlobSet::empty());
-        Self { extra, globs }
+        builder.build().unwrap_or_else(|_| GlobSet::empty())
     }
 
     /// The configured entries beyond the built-in ones.
@@ -238,7 +247,9 @@ impl Protected {
     /// Whether a path relative to a root is protected (for the file tools: top-level names
     /// count at any depth).
     pub fn matches(&self, relative: &Path) -> bool {
-        self.globs.is_match(relative)
+        self.globs
+            .get_or_init(|| Self::compile(&self.extra))
+            .is_match(relative)
     }
 
     fn top_entries(&self) -> impl Iterator<Item = &str> {
@@ -683,6 +694,17 @@ mod tests {
                 entry.path
             );
         }
+    }
+
+    #[test]
+    fn the_patterns_are_compiled_on_first_use_and_shared_by_clones() {
+        let protected = Protected::new(vec![String::from("secrets")]);
+        assert!(protected.globs.get().is_none(), "compiled at construction");
+        let clone = protected.clone();
+        assert!(clone.matches(Path::new("app/secrets/key")));
+        assert!(clone.matches(Path::new(".git/config")));
+        assert!(!clone.matches(Path::new("src/main.rs")));
+        assert!(protected.globs.get().is_some(), "not shared with the clone");
     }
 
     #[test]
