@@ -286,7 +286,9 @@ fn watched_files_move_through_their_checks_in_order_and_are_bounded() {
         len: 4,
         hash: ContentHash::of(b"one\n"),
         copied: 4,
-        since: start - std::time::Duration::from_millis(age_ms),
+        since: start
+            .checked_sub(std::time::Duration::from_millis(age_ms))
+            .unwrap(),
         checks: 1,
     };
     let mut queues = WatchQueues::default();
@@ -295,7 +297,7 @@ fn watched_files_move_through_their_checks_in_order_and_are_bounded() {
     queues.push(watched(5));
     assert_eq!(
         queues.next_due(),
-        Some(start - std::time::Duration::from_millis(30))
+        start.checked_sub(std::time::Duration::from_millis(30))
     );
     queues.run_due(start);
     assert_eq!(queues.queues[1].len(), 1);
