@@ -51,25 +51,20 @@ struct Server {
 
 impl Server {
     fn spawn(root: &std::path::Path, data: &std::path::Path) -> Self {
-        let mut command = Command::new(gimlet_binary());
-        command
-            .args(["serve", "--root"])
-            .arg(root)
-            .env("XDG_DATA_HOME", data)
-            .env_remove("RUST_LOG");
-        Self::start(command)
+        Self::spawn_configured(root, data, None)
     }
 
-    /// gimlet with a config file (`--config`).
-    fn spawn_with_config(
+    /// gimlet, with a config file (`--config`) if one is given.
+    fn spawn_configured(
         root: &std::path::Path,
         data: &std::path::Path,
-        config: &std::path::Path,
+        config: Option<&std::path::Path>,
     ) -> Self {
         let mut command = Command::new(gimlet_binary());
+        if let Some(config) = config {
+            command.arg("--config").arg(config);
+        }
         command
-            .arg("--config")
-            .arg(config)
             .args(["serve", "--root"])
             .arg(root)
             .env("XDG_DATA_HOME", data)
@@ -229,29 +224,27 @@ impl Server {
 
     /// The resident set now and its peak so far, in KiB (`VmRSS`, `VmHWM`).
     fn memory(&self) -> (u64, u64) {
+        let [rss, peak] = self.status_kib(["VmRSS:", "VmHWM:"]);
+        (rss, peak)
+    }
+
+    /// Fields of `/proc/<pid>/status` given in kB, by name (with the colon).
+    fn status_kib<const N: usize>(&self, names: [&str; N]) -> [u64; N] {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let field = |name: &str| {
+        names.map(|name| {
             status
                 .lines()
                 .find_map(|l| l.strip_prefix(name))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
                 .unwrap()
-        };
-        (field("VmRSS:"), field("VmHWM:"))
+        })
     }
 
     /// The resident set's parts now, in KiB: anonymous memory and file pages (the binary's code
     /// and data among them).
     fn memory_parts(&self) -> (u64, u64) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-                .unwrap()
-        };
-        (field("RssAnon:"), field("RssFile:"))
+        let [anonymous, file] = self.status_kib(["RssAnon:", "RssFile:"]);
+        (anonymous, file)
     }
 
     /// Starts a new peak: `VmHWM` is the current resident set from here.
@@ -911,7 +904,7 @@ fn memory(root: &std::path::Path, data: &std::path::Path) {
             std::fs::write(dir.join(format!("file{f}.rs")), source_text(100)).unwrap();
         }
     }
-    let mut server = Server::spawn_with_config(root, data, &config);
+    let mut server = Server::spawn_configured(root, data, Some(&config));
     server.initialize();
     let id = server.send("tools/list", &serde_json::json!({}));
     server.wait_for(id);

@@ -745,8 +745,9 @@ const MAX_WATCHED: usize = 1024;
 
 /// The files being watched, one queue per check still to come. Files arrive in the order
 /// they were swapped (to within the moment two writers race) and every file waits the same
-/// times, so each queue is in the order its files are due: the next file due is at the front of one of them, and a burst of changes
-/// costs the watcher a constant amount of work per file, not a scan of all of them.
+/// times, so each queue is in the order its files are due: the next file due is at the front
+/// of one of them, and a burst of changes costs the watcher a constant amount of work per
+/// file, not a scan of all of them.
 #[derive(Default)]
 struct WatchQueues {
     /// `queues[k]`: files whose next check is `LATE_APPEND_CHECKS[k]` after their swap.

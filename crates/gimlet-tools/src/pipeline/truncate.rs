@@ -6,7 +6,7 @@
 //! when it removed something. [`apply`] saves the full text to a spill file and writes the
 //! notice: how much was cut, where the full output is, and what to do next.
 
-use crate::output::LongText;
+use crate::output::{LongText, count_lines};
 use crate::spill::{SpillFile, SpillStore};
 use crate::vocab::{
     Content, Cut, CutBy, FilePage, OutputLimits, ToolOutput, Truncation, TruncationMode,
@@ -130,12 +130,6 @@ fn take_tail(lines: &[&str], max_lines: usize, max_bytes: usize) -> Kept {
         };
     }
     kept
-}
-
-fn count_lines(text: &str) -> usize {
-    // As `text.split_inclusive('\n').count()`, a vectorised pass instead of one search per line.
-    let newlines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
-    newlines + usize::from(!text.is_empty() && !text.ends_with('\n'))
 }
 
 fn ceil_char_boundary(s: &str, index: usize) -> usize {
