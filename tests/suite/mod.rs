@@ -12,6 +12,7 @@ mod more_tools;
 pub(crate) mod permissions;
 mod protocol;
 mod protocol_details;
+mod randomness;
 mod read_ls;
 mod roots;
 mod shape;
