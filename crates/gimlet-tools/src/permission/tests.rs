@@ -3,6 +3,7 @@ use std::path::PathBuf;
 use pretty_assertions::assert_eq;
 
 use super::*;
+use crate::vocab::ToolFlags;
 
 fn path(display: &str, inside: bool, protected: bool) -> PathAccess {
     PathAccess {
