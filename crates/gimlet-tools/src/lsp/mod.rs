@@ -6,6 +6,7 @@
 //! - `spawn.rs`: starting a server's process, confined like a `bash` command;
 //! - `framing.rs`, `client.rs`: the connection (JSON-RPC with `Content-Length` framing), the
 //!   answers to the server's requests, the diagnostics and progress it reports;
+//!   `client/connection.rs` holds the tasks over the pipes and the handling of each message;
 //! - `diagnostics.rs`: the block after a change (new before pre-existing, nearest first);
 //! - this file: [`LanguageServers`], one per environment: a server per (language, project
 //!   root), started on first need, restarted once after a crash, reported after a second; and
