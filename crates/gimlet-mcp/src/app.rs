@@ -17,47 +17,65 @@ use rmcp::{Peer, RoleServer};
 use crate::mapping;
 use crate::mrtr::Sealer;
 
-/// What every session shares.
+/// What every session shares. Its fields are its own: sessions read them through the methods
+/// below, so that what a reload replaces and what is counted stays in one place.
 pub(crate) struct App {
-    pub(crate) env: Arc<ToolEnv>,
+    env: Arc<ToolEnv>,
     /// The tools; replaced on a config reload.
     registry: RwLock<Arc<ToolRegistry>>,
     /// The `tools/list` entries of the registry.
     tools: RwLock<Arc<Vec<Tool>>>,
-    pub(crate) instructions: String,
+    instructions: String,
     /// Session clients, for `notifications/tools/list_changed`.
-    pub(crate) peers: Mutex<Vec<Peer<RoleServer>>>,
+    peers: Mutex<Vec<Peer<RoleServer>>>,
     /// 2026-07-28 clients listening for list changes (`subscriptions/listen`).
-    pub(crate) listeners: Mutex<Vec<SubscriptionSink>>,
+    listeners: Mutex<Vec<SubscriptionSink>>,
     /// Reads the config again (SIGHUP).
-    pub(crate) reload: Option<crate::Reload>,
-    pub(crate) ask_timeout: Duration,
+    reload: Option<crate::Reload>,
+    ask_timeout: Duration,
     /// Whether results carry `structuredContent`.
-    pub(crate) shape: mapping::Shape,
+    shape: mapping::Shape,
     /// Seals the request state of 2026-07-28 questions.
-    pub(crate) sealer: Arc<Sealer>,
+    sealer: Arc<Sealer>,
     /// Calls running now, for a graceful shutdown.
-    pub(crate) running_calls: AtomicUsize,
+    running_calls: AtomicUsize,
     /// Sessions of stateless (2026-07-28 over HTTP) clients, by credential.
     principals: Mutex<HashMap<String, (Arc<Session>, Instant)>>,
     /// How long a stateless client's session lives without calls, and how many there may be.
-    pub(crate) principal_idle: Duration,
-    pub(crate) principal_cap: usize,
+    principal_limits: PrincipalLimits,
+}
+
+/// How long a stateless client's session lives without calls, and how many there may be.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PrincipalLimits {
+    pub(crate) idle: Duration,
+    pub(crate) cap: usize,
+}
+
+impl Default for PrincipalLimits {
+    fn default() -> Self {
+        Self {
+            idle: Duration::from_secs(30 * 60),
+            cap: 64,
+        }
+    }
+}
+
+/// What the server was configured with, beside its tools.
+pub(crate) struct Settings {
+    pub(crate) ask_timeout: Duration,
+    pub(crate) shape: mapping::Shape,
+    pub(crate) sealer: Sealer,
+    pub(crate) reload: Option<crate::Reload>,
+    pub(crate) principal_limits: PrincipalLimits,
 }
 
 /// Who a stateless HTTP request comes from: set by the HTTP guard from the credential.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Principal(pub(crate) String);
 
-/// Counts a running call for as long as it lives.
+/// Counts a running call for as long as it lives ([`App::running`]).
 pub(crate) struct Running<'a>(&'a AtomicUsize);
-
-impl<'a> Running<'a> {
-    pub(crate) fn start(counter: &'a AtomicUsize) -> Self {
-        counter.fetch_add(1, Ordering::AcqRel);
-        Self(counter)
-    }
-}
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
@@ -70,12 +88,13 @@ impl App {
     pub(crate) async fn start(
         env: Arc<ToolEnv>,
         registry: Arc<ToolRegistry>,
-        ask_timeout: Duration,
-        shape: mapping::Shape,
-        sealer: Sealer,
+        settings: Settings,
     ) -> Self {
         let specs = registry.init(&env).await;
-        let tools = specs.iter().map(|s| mapping::tool(s, shape)).collect();
+        let tools = specs
+            .iter()
+            .map(|s| mapping::tool(s, settings.shape))
+            .collect();
         let instructions = instructions(&env, &specs);
         Self {
             env,
@@ -84,15 +103,65 @@ impl App {
             instructions,
             peers: Mutex::new(Vec::new()),
             listeners: Mutex::new(Vec::new()),
-            reload: None,
-            ask_timeout,
-            shape,
-            sealer: Arc::new(sealer),
+            reload: settings.reload,
+            ask_timeout: settings.ask_timeout,
+            shape: settings.shape,
+            sealer: Arc::new(settings.sealer),
             running_calls: AtomicUsize::new(0),
             principals: Mutex::new(HashMap::new()),
-            principal_idle: Duration::from_secs(30 * 60),
-            principal_cap: 64,
+            principal_limits: settings.principal_limits,
         }
+    }
+
+    /// The tool environment every session's calls run in.
+    pub(crate) fn env(&self) -> &Arc<ToolEnv> {
+        &self.env
+    }
+
+    /// The server's `instructions`.
+    pub(crate) fn instructions(&self) -> &str {
+        &self.instructions
+    }
+
+    /// How long a question waits for the user.
+    pub(crate) fn ask_timeout(&self) -> Duration {
+        self.ask_timeout
+    }
+
+    /// Whether results carry `structuredContent`.
+    pub(crate) fn shape(&self) -> mapping::Shape {
+        self.shape
+    }
+
+    /// The seal of 2026-07-28 request states.
+    pub(crate) fn sealer(&self) -> &Arc<Sealer> {
+        &self.sealer
+    }
+
+    /// Whether the config can be read again (a reload was configured).
+    pub(crate) fn reloads(&self) -> bool {
+        self.reload.is_some()
+    }
+
+    /// Counts a call as running until the guard drops.
+    pub(crate) fn running(&self) -> Running<'_> {
+        self.running_calls.fetch_add(1, Ordering::AcqRel);
+        Running(&self.running_calls)
+    }
+
+    /// How many calls run now.
+    pub(crate) fn running_calls(&self) -> usize {
+        self.running_calls.load(Ordering::Acquire)
+    }
+
+    /// Remembers a session's client, to tell it when the tool list changes.
+    pub(crate) fn add_peer(&self, peer: Peer<RoleServer>) {
+        self.peers.locked().push(peer);
+    }
+
+    /// Remembers a 2026-07-28 listener, to tell it when the tool list changes.
+    pub(crate) fn add_listener(&self, sink: SubscriptionSink) {
+        self.listeners.locked().push(sink);
     }
 
     /// The tools now.
@@ -174,12 +243,12 @@ impl App {
     pub(crate) fn principal_session(&self, principal: &str) -> Arc<Session> {
         let now = Instant::now();
         let mut principals = self.principals.locked();
-        principals.retain(|_, (_, used)| now.duration_since(*used) < self.principal_idle);
+        principals.retain(|_, (_, used)| now.duration_since(*used) < self.principal_limits.idle);
         if let Some((session, used)) = principals.get_mut(principal) {
             *used = now;
             return Arc::clone(session);
         }
-        if principals.len() >= self.principal_cap
+        if principals.len() >= self.principal_limits.cap
             && let Some(oldest) = principals
                 .iter()
                 .min_by_key(|(_, (_, used))| *used)

@@ -128,20 +128,26 @@ pub async fn serve(config: ServerConfig) -> Result<(), ServeError> {
 /// Serves streamable HTTP on a bound server until SIGINT or SIGTERM, then shuts down
 /// gracefully: no new connections, running calls get a grace period, sessions end.
 pub async fn serve_http(config: ServerConfig, server: HttpServer) -> Result<(), ServeError> {
-    let mut app = start_app(config).await?;
-    app.principal_idle = server.config().session_idle_time();
-    app.principal_cap = server.config().session_cap();
-    let app = Arc::new(app);
+    let limits = app::PrincipalLimits {
+        idle: server.config().session_idle_time(),
+        cap: server.config().session_cap(),
+    };
+    let app = Arc::new(start_app(config, limits).await?);
     reload_on_hangup(&app);
     server.run(app).await
 }
 
 async fn start(config: ServerConfig) -> Result<Arc<app::App>, ServeError> {
-    start_app(config).await.map(Arc::new)
+    start_app(config, app::PrincipalLimits::default())
+        .await
+        .map(Arc::new)
 }
 
 /// The shared state, and the hourly sweep of old saved outputs.
-async fn start_app(config: ServerConfig) -> Result<app::App, ServeError> {
+async fn start_app(
+    config: ServerConfig,
+    principal_limits: app::PrincipalLimits,
+) -> Result<app::App, ServeError> {
     let sealer = mrtr::Sealer::new().map_err(ServeError::Randomness)?;
     let spill = config.env.spill().clone();
     tokio::spawn(async move {
@@ -153,22 +159,20 @@ async fn start_app(config: ServerConfig) -> Result<app::App, ServeError> {
             tracing::debug!(?removed, "swept old outputs");
         }
     });
-    let mut app = app::App::start(
-        config.env,
-        config.registry,
-        config.ask_timeout,
-        config.shape,
+    let settings = app::Settings {
+        ask_timeout: config.ask_timeout,
+        shape: config.shape,
         sealer,
-    )
-    .await;
-    app.reload = config.reload;
-    Ok(app)
+        reload: config.reload,
+        principal_limits,
+    };
+    Ok(app::App::start(config.env, config.registry, settings).await)
 }
 
 /// Reloads the config on every SIGHUP, for as long as the app lives.
 fn reload_on_hangup(app: &Arc<app::App>) {
     use tokio::signal::unix::{SignalKind, signal};
-    if app.reload.is_none() {
+    if !app.reloads() {
         return;
     }
     let Ok(mut hangups) = signal(SignalKind::hangup()) else {

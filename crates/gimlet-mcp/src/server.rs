@@ -31,7 +31,7 @@ use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::app::{App, Principal, Running};
+use crate::app::{App, Principal};
 use crate::ask::ElicitationAsker;
 use crate::logging;
 use crate::mapping;
@@ -208,7 +208,7 @@ impl GimletServer {
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
             .then(|| {
-                let sealer = Arc::clone(&self.app.sealer);
+                let sealer = Arc::clone(self.app.sealer());
                 let round = Round::new(params, &sealer);
                 (sealer, round)
             });
@@ -220,13 +220,13 @@ impl GimletServer {
         {
             session.set_result_budget(budget);
         }
-        let mut builder = ToolContext::builder(Arc::clone(&self.app.env))
+        let mut builder = ToolContext::builder(Arc::clone(self.app.env()))
             .session(session)
             .call_id(rc.id.to_string())
             .cancellation(rc.ct.clone())
             .asker(Arc::new(ElicitationAsker::new(
                 rc.clone(),
-                self.app.ask_timeout,
+                self.app.ask_timeout(),
                 round,
             )));
         if let Some(bridge) = ProgressBridge::start(rc.peer.clone(), rc.meta.get_progress_token()) {
@@ -317,7 +317,7 @@ impl ServerHandler for GimletServer {
             .with_server_info(
                 Implementation::new("gimlet", env!("CARGO_PKG_VERSION")).with_title("gimlet"),
             )
-            .with_instructions(self.app.instructions.clone())
+            .with_instructions(self.app.instructions().to_owned())
     }
 
     async fn list_tools(
@@ -337,7 +337,7 @@ impl ServerHandler for GimletServer {
         params: CallToolRequestParams,
         rc: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let _running = Running::start(&self.app.running_calls);
+        let _running = self.app.running();
         if !self.stateless(&rc) && Self::declares_roots(&rc.peer) {
             // The call is judged against the roots the client has named by now.
             self.roots.settled().await;
@@ -366,7 +366,7 @@ impl ServerHandler for GimletServer {
                     let saved = session.state::<SavedOutputs>();
                     saved.ids.locked().push(file.id.clone());
                 }
-                Ok(mapping::success(output, self.app.shape).into())
+                Ok(mapping::success(output, self.app.shape()).into())
             }
             Err(ToolError::InputRequired(pending)) => match mrtr::input_required(&pending.state) {
                 Ok(result) => Ok(result.into()),
@@ -409,7 +409,7 @@ impl ServerHandler for GimletServer {
     }
 
     async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
-        self.app.peers.locked().push(cx.peer.clone());
+        self.app.add_peer(cx.peer.clone());
         self.start_logging(&cx.peer);
         let span = tracing::info_span!("roots", log_to = %self.session.id());
         self.refresh_roots(&cx.peer).instrument(span).await;
@@ -440,7 +440,7 @@ impl ServerHandler for GimletServer {
     }
 
     async fn listen(&self, cx: SubscriptionContext) -> Result<(), ErrorData> {
-        self.app.listeners.locked().push(cx.sink().clone());
+        self.app.add_listener(cx.sink().clone());
         cx.cancelled().await;
         Ok(())
     }
@@ -450,7 +450,7 @@ impl ServerHandler for GimletServer {
         _page: Option<PaginatedRequestParams>,
         rc: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let spill = self.app.env.spill();
+        let spill = self.app.env().spill();
         let resources = Self::saved_outputs(&self.session_for(&rc))
             .iter()
             .filter_map(|id| spill.get(id))
@@ -499,7 +499,7 @@ impl ServerHandler for GimletServer {
         {
             return Err(not_found());
         }
-        let file = self.app.env.spill().get(id).ok_or_else(not_found)?;
+        let file = self.app.env().spill().get(id).ok_or_else(not_found)?;
         let text = tokio::fs::read_to_string(&file.path)
             .await
             .map_err(|_| not_found())?;

@@ -17,7 +17,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::Router;
@@ -511,9 +510,7 @@ impl HttpServer {
         drop(self.listener);
         tracing::info!("shutting down: waiting for running calls");
         let deadline = tokio::time::Instant::now() + config.shutdown_grace;
-        while app.running_calls.load(Ordering::Acquire) > 0
-            && tokio::time::Instant::now() < deadline
-        {
+        while app.running_calls() > 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         // Ends every session: handlers drop, and with them their sessions' background jobs.
