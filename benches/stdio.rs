@@ -1012,7 +1012,13 @@ fn commands(root: &std::path::Path, data: &std::path::Path) {
     server.initialize();
     let id = server.send("tools/call", &call);
     let first = server.wait_for(id);
-    let sandboxed = first["result"]["structuredContent"]["sandboxed"] == true;
+    // The default shape is text only: the footer says `[exit code 0 · 0.0 s · sandboxed]`.
+    let sandboxed = first["result"]["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|block| block["text"].as_str())
+        .any(|text| text.ends_with("· sandboxed]"));
     for _ in 0..50 {
         let id = server.send("tools/call", &call);
         server.wait_for(id);
