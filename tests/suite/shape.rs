@@ -71,6 +71,40 @@ async fn payloads(gimlet: &Gimlet) -> Vec<(&'static str, CallToolResult, Vec<Str
         )
         .await;
     calls.push(("edit", edit, vec!["edited_marker".into()]));
+    let multi_edit = gimlet
+        .call(
+            "multi_edit",
+            json!({"path": "src/lib.rs", "edits": [
+                {"old_string": "edited_marker", "new_string": "multi_marker"},
+            ]}),
+        )
+        .await;
+    calls.push(("multi_edit", multi_edit, vec!["multi_marker".into()]));
+    let patch = "*** Begin Patch\n*** Add File: patched.txt\n+patched_marker\n*** End Patch\n";
+    let apply_patch = gimlet.call("apply_patch", json!({ "patch": patch })).await;
+    calls.push(("apply_patch", apply_patch, vec!["patched.txt".into()]));
+    let count = gimlet
+        .call("grep", json!({"pattern": "marker", "output_mode": "count"}))
+        .await;
+    calls.push(("grep (count)", count, vec!["src/lib.rs".into()]));
+    let todo = gimlet
+        .call(
+            "todo_write",
+            json!({"todos": [{"content": "todo_marker", "status": "pending"}]}),
+        )
+        .await;
+    calls.push(("todo_write", todo, vec!["todo_marker".into()]));
+    let background = gimlet
+        .call(
+            "bash",
+            json!({"command": "sleep 30", "run_in_background": true}),
+        )
+        .await;
+    calls.push(("bash (background)", background, vec!["job-1".into()]));
+    let output = gimlet.call("bash_output", json!({"job_id": "job-1"})).await;
+    calls.push(("bash_output", output, vec!["job-1 is running".into()]));
+    let kill = gimlet.call("bash_kill", json!({"job_id": "job-1"})).await;
+    calls.push(("bash_kill", kill, vec!["job-1 was stopped".into()]));
     let truncated = gimlet.call("read", json!({"path": "big.txt"})).await;
     calls.push((
         "read (truncated)",

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -245,6 +246,31 @@ pub(crate) fn find(id: &str, ctx: &ToolContext) -> Result<std::sync::Arc<Job>, T
         .ok_or_else(|| ToolError::invalid(format!("no background job `{id}`; {}", jobs.describe())))
 }
 
+/// The structured result of `bash_output` and `bash_kill`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct JobReport {
+    /// The job's id.
+    pub(crate) job_id: String,
+    /// What the job is doing.
+    pub(crate) status: ReportedStatus,
+    /// The exit code once it exited on its own; null while running or when stopped.
+    pub(crate) exit_code: Option<i32>,
+    /// How long it has run, or ran.
+    pub(crate) elapsed_ms: u64,
+}
+
+/// What a job is doing, as reported.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ReportedStatus {
+    /// Still running.
+    Running,
+    /// Ended on its own (see `exit_code`).
+    Exited,
+    /// Stopped by `bash_kill` or the session ending.
+    Killed,
+}
+
 /// Output since the last look, then a status line.
 pub(crate) fn report(job: &Job, snapshot: &Snapshot) -> ToolOutput {
     let mut text = String::new();
@@ -282,16 +308,16 @@ pub(crate) fn report(job: &Job, snapshot: &Snapshot) -> ToolOutput {
     };
     let _ = write!(text, "[{status} · {sandbox}{log}]");
     let state = match snapshot.status {
-        JobStatus::Running => "running",
-        JobStatus::Exited(_) => "exited",
-        JobStatus::Killed => "killed",
+        JobStatus::Running => ReportedStatus::Running,
+        JobStatus::Exited(_) => ReportedStatus::Exited,
+        JobStatus::Killed => ReportedStatus::Killed,
     };
     ToolOutput::text(text)
         .with_title(job.command.clone())
-        .with_structured(json!({
-            "job_id": job.id,
-            "status": state,
-            "exit_code": code,
-            "elapsed_ms": u64::try_from(snapshot.elapsed.as_millis()).unwrap_or(u64::MAX),
-        }))
+        .with_structured_of(&JobReport {
+            job_id: job.id.clone(),
+            status: state,
+            exit_code: code,
+            elapsed_ms: u64::try_from(snapshot.elapsed.as_millis()).unwrap_or(u64::MAX),
+        })
 }

@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use crate::context::{ProgressUpdate, ToolContext};
 use crate::error::ToolError;
@@ -40,6 +41,25 @@ pub(crate) struct CommandRun {
     pub(crate) workdir: Option<String>,
     /// Stop it after this many milliseconds (default [`DEFAULT_TIMEOUT_MS`]).
     pub(crate) timeout_ms: Option<u64>,
+}
+
+/// The structured result of `bash`: a finished command, or one started in the background.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct CommandResult {
+    /// The exit code; null while running in the background or after a timeout.
+    pub(crate) exit_code: Option<i32>,
+    /// It ran out of time and was stopped.
+    pub(crate) timed_out: bool,
+    /// How long it ran (0 for a command started in the background).
+    pub(crate) duration_ms: u64,
+    /// It ran in the sandbox.
+    pub(crate) sandboxed: bool,
+    /// It was started in the background (see `job_id`).
+    pub(crate) background: bool,
+    /// The background job's id, for `bash_output` and `bash_kill`; null for a finished command.
+    pub(crate) job_id: Option<String>,
+    /// Bytes the command printed (0 for a command started in the background).
+    pub(crate) output_bytes: u64,
 }
 
 /// A finished foreground run.
@@ -134,18 +154,18 @@ impl Finished {
         ToolOutput {
             title: Some(self.command.clone()),
             content,
-            structured: Some(json!({
-                "exit_code": exit_code,
-                "timed_out": timed_out,
-                "duration_ms": u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX),
-                "sandboxed": self.sandboxed,
-                "background": false,
-                "job_id": Value::Null,
-                "output_bytes": bytes,
-            })),
             is_error: timed_out,
             ..ToolOutput::default()
         }
+        .with_structured_of(&CommandResult {
+            exit_code,
+            timed_out,
+            duration_ms: u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX),
+            sandboxed: self.sandboxed,
+            background: false,
+            job_id: None,
+            output_bytes: bytes,
+        })
     }
 }
 

@@ -1,8 +1,10 @@
-//! JSON schemas for tool arguments, in the shape MCP clients handle best.
+//! JSON schemas for tool arguments and results, in the shape MCP clients handle best.
 //!
 //! schemars emits `$defs` + `$ref` for nested types and `["string", "null"]` for `Option`;
 //! several clients mishandle both. [`input_schema`] inlines every subschema, drops `null` from
 //! optional fields (they are simply not `required`), and removes the root title and `$schema`.
+//! [`output_schema`] describes a result type the same way, but as it is serialized: a field
+//! that is always there is `required`, `null` included where it may be `null`.
 
 use schemars::generate::SchemaSettings;
 use schemars::transform::{RecursiveTransform, Transform};
@@ -17,7 +19,8 @@ use crate::vocab::JsonObject;
 /// If `T`'s schema is not an object schema: argument types are structs, so this is a bug in
 /// the tool, caught by the `tools/list` snapshot test.
 pub fn input_schema<T: JsonSchema>() -> JsonObject {
-    let mut obj = object_schema::<T>();
+    let settings = SchemaSettings::draft2020_12().with_transform(RecursiveTransform(drop_null));
+    let mut obj = object_schema::<T>(settings);
     if !obj.contains_key("properties") {
         obj.insert("properties".into(), Value::Object(JsonObject::new()));
     }
@@ -29,13 +32,48 @@ pub fn input_schema<T: JsonSchema>() -> JsonObject {
     obj
 }
 
-/// A hand-written schema (a `json!` object literal) as a [`JsonObject`]; anything but an object
-/// gives an empty schema.
-pub fn object(value: Value) -> JsonObject {
-    match value {
-        Value::Object(map) => map,
-        _ => JsonObject::new(),
-    }
+/// The output schema of `T`, a tool's structured result (see
+/// [`crate::ToolOutput::with_structured_of`]): root `type: object`, no `$ref`, as the value is
+/// serialized. A field is `required` unless it has `skip_serializing_if`; an `Option` field
+/// without it is required and nullable (`type: [T, "null"]`, which the MCP layer makes
+/// portable). Number formats are dropped, doc lines joined and documented constants listed as
+/// an `enum`, as in [`input_schema`].
+///
+/// ```
+/// use gimlet_tools::ToolOutput;
+/// use serde_json::json;
+///
+/// /// The structured result of `line_stats`.
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct LineStatsResult {
+///     /// Lines in the text.
+///     lines: usize,
+///     /// The longest line, or null when the text is empty.
+///     longest: Option<String>,
+/// }
+///
+/// let schema = gimlet_tools::schema::output_schema::<LineStatsResult>();
+/// assert_eq!(schema["required"], json!(["lines", "longest"]));
+/// assert_eq!(schema["properties"]["longest"]["type"], json!(["string", "null"]));
+/// let stats = LineStatsResult { lines: 0, longest: None };
+/// let output = ToolOutput::text("0 lines").with_structured_of(&stats);
+/// assert_eq!(output.structured, Some(json!({"lines": 0, "longest": null})));
+/// ```
+///
+/// # Panics
+/// If `T`'s schema is not an object schema: results are structs, so this is a bug in the tool,
+/// caught by the tools' output tests.
+pub fn output_schema<T: JsonSchema>() -> JsonObject {
+    let settings = SchemaSettings::draft2020_12()
+        .for_serialize()
+        .with_transform(RecursiveTransform(tidy_output));
+    let obj = object_schema::<T>(settings);
+    assert_eq!(
+        obj.get("type").and_then(Value::as_str),
+        Some("object"),
+        "a structured result must be a struct (JSON object)"
+    );
+    obj
 }
 
 /// Makes a schema portable to clients that map tool schemas onto a single-`type` dialect (the
@@ -73,12 +111,8 @@ pub fn make_portable(schema: &mut JsonObject) {
     }
 }
 
-fn object_schema<T: JsonSchema>() -> JsonObject {
-    let mut settings = SchemaSettings::draft2020_12();
+fn object_schema<T: JsonSchema>(mut settings: SchemaSettings) -> JsonObject {
     settings.inline_subschemas = true;
-    settings
-        .transforms
-        .push(Box::new(RecursiveTransform(drop_null)));
     let schema = settings.into_generator().into_root_schema_for::<T>();
     let Value::Object(mut obj) = schema.to_value() else {
         return JsonObject::new();
@@ -124,6 +158,12 @@ fn drop_null(schema: &mut Schema) {
             again.transform(schema);
         }
     }
+    constants_to_enum(schema);
+}
+
+/// For results, where `null` is a value: only [`tidy`] and [`constants_to_enum`].
+fn tidy_output(schema: &mut Schema) {
+    tidy(schema);
     constants_to_enum(schema);
 }
 
@@ -210,7 +250,7 @@ mod tests {
     use super::*;
 
     /// A choice.
-    #[derive(Deserialize, JsonSchema)]
+    #[derive(Deserialize, serde::Serialize, JsonSchema)]
     #[serde(rename_all = "snake_case")]
     enum Mode {
         /// First.
@@ -220,8 +260,7 @@ mod tests {
     }
 
     /// An inner object.
-    #[derive(Deserialize, JsonSchema)]
-    #[expect(dead_code, reason = "only the schema is under test")]
+    #[derive(Deserialize, serde::Serialize, JsonSchema)]
     struct Inner {
         /// The text.
         text: String,
@@ -281,9 +320,82 @@ mod tests {
         );
     }
 
+    /// A result.
+    #[derive(serde::Serialize, JsonSchema)]
+    struct Output {
+        /// Always there, `null` when unknown.
+        hash: Option<String>,
+        /// There in some results only.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[schemars(with = "Vec<Inner>")]
+        extra: Option<Vec<Inner>>,
+        /// What happened.
+        mode: Mode,
+        /// A count.
+        count: u64,
+        /// A doc comment
+        /// over two lines.
+        wrapped: bool,
+    }
+
+    #[test]
+    fn output_schema_describes_the_value_as_serialized() {
+        let schema = Value::Object(output_schema::<Output>());
+        let text = schema.to_string();
+        assert!(!text.contains("$ref") && !text.contains("$defs"), "{text}");
+        assert!(schema.get("title").is_none() && schema.get("$schema").is_none());
+        assert!(schema.get("description").is_none());
+        assert_eq!(schema["type"], "object");
+        // `extra` is skipped when `None`: not required, and never `null`.
+        assert_eq!(
+            schema["required"],
+            json!(["hash", "mode", "count", "wrapped"])
+        );
+        let properties = &schema["properties"];
+        assert_eq!(properties["hash"]["type"], json!(["string", "null"]));
+        assert_eq!(
+            properties["hash"]["description"],
+            "Always there, `null` when unknown."
+        );
+        assert_eq!(properties["extra"]["type"], "array");
+        assert_eq!(
+            properties["extra"]["items"]["properties"]["text"]["type"],
+            "string"
+        );
+        assert_eq!(properties["mode"]["type"], "string");
+        assert_eq!(properties["mode"]["enum"], json!(["one", "two"]));
+        assert_eq!(
+            properties["mode"]["description"],
+            "What happened. (`one`: First.; `two`: Second.)"
+        );
+        assert_eq!(properties["count"]["type"], "integer");
+        assert!(properties["count"].get("format").is_none(), "{text}");
+        assert_eq!(
+            properties["wrapped"]["description"],
+            "A doc comment over two lines."
+        );
+
+        // The value keeps `null` where the schema says so, and leaves `extra` out.
+        let value = serde_json::to_value(Output {
+            hash: None,
+            extra: None,
+            mode: Mode::Two,
+            count: 3,
+            wrapped: false,
+        })
+        .unwrap();
+        assert_eq!(
+            value,
+            json!({"hash": null, "mode": "two", "count": 3, "wrapped": false})
+        );
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        assert!(validator.is_valid(&value));
+        assert!(!validator.is_valid(&json!({"mode": "two", "count": 3, "wrapped": false})));
+    }
+
     #[test]
     fn type_arrays_become_any_of_branches_everywhere() {
-        let mut schema = object(json!({
+        let Value::Object(mut schema) = json!({
             "type": "object",
             "properties": {
                 "code": {"type": ["integer", "null"], "description": "d"},
@@ -292,7 +404,9 @@ mod tests {
                 "choice": {"anyOf": [{"type": ["number", "boolean"]}]},
                 "type": {"type": "string"},
             },
-        }));
+        }) else {
+            unreachable!()
+        };
         make_portable(&mut schema);
         assert_eq!(
             Value::Object(schema),

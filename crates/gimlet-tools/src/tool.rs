@@ -79,6 +79,10 @@ pub trait Tool: Send + Sync + 'static {
     }
 
     /// The JSON schema of [`ToolOutput::structured`], if the tool returns structured data.
+    ///
+    /// Derive it from the result type, `#[derive(Serialize, JsonSchema)]` with its fields
+    /// documented, with [`crate::schema::output_schema`], and build the result with
+    /// [`ToolOutput::with_structured_of`]: the schema and the value then cannot disagree.
     fn output_schema(&self) -> Option<JsonObject> {
         None
     }

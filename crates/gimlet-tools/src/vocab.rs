@@ -234,6 +234,23 @@ impl ToolOutput {
         self
     }
 
+    /// Sets the structured content from a result type, the one the tool's output schema is
+    /// derived from (see [`crate::Tool::output_schema`]). Should serializing fail (a map with
+    /// non-string keys, a failing `Serialize` impl), the output goes without structured content
+    /// and a warning is logged.
+    #[must_use]
+    pub fn with_structured_of<T: serde::Serialize + ?Sized>(mut self, value: &T) -> Self {
+        match serde_json::to_value(value) {
+            Ok(value) => self.structured = Some(value),
+            Err(err) => {
+                tracing::warn!(
+                    "a structured result could not be serialized and is left out: {err}"
+                );
+            }
+        }
+        self
+    }
+
     /// Adds one metadata entry.
     #[must_use]
     pub fn with_metadata(mut self, key: &str, value: Value) -> Self {

@@ -1,13 +1,14 @@
 //! The edit flow that `edit`, `multi_edit`, `write` and `apply_patch` share: plan the new
 //! content of a file from edits, commit it, report it, and show it in a question.
 
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::fs::{Journal, create_parents};
 use crate::text::{Document, EditSpec, MatchError, MatchLevel, apply_edits, render_diff};
-use crate::vocab::{JsonObject, ToolOutput};
+use crate::vocab::ToolOutput;
 
 use super::{Loaded, check_fresh, commit, load};
 
@@ -19,21 +20,23 @@ pub(crate) struct OwnedEdit {
     pub(crate) replace_all: bool,
 }
 
-/// The structured result of every file-changing tool.
-pub(crate) fn change_schema() -> JsonObject {
-    crate::schema::object(json!({
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "The file, as shown."},
-            "hash": {"type": ["string", "null"], "description": "The new content hash, or null when the file was removed."},
-            "created": {"type": "boolean"},
-            "replacements": {"type": "integer"},
-            "match_levels": {"type": "array", "items": {"type": "string", "enum": ["exact", "trailing_whitespace", "indentation", "punctuation", "whitespace", "escapes"]}},
-            "added": {"type": "integer", "description": "Lines added."},
-            "removed": {"type": "integer", "description": "Lines removed."},
-        },
-        "required": ["path", "hash", "created", "replacements", "match_levels", "added", "removed"],
-    }))
+/// The structured result of `edit`, `multi_edit` and `write`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct ChangeResult {
+    /// The file, as shown.
+    pub(crate) path: String,
+    /// The new content hash, or null when the file was removed.
+    pub(crate) hash: Option<String>,
+    /// The file did not exist before.
+    pub(crate) created: bool,
+    /// Occurrences replaced (0 for `write`).
+    pub(crate) replacements: usize,
+    /// How each edit's `old_string` was found, in order (empty for `write`).
+    pub(crate) match_levels: Vec<MatchLevel>,
+    /// Lines added.
+    pub(crate) added: usize,
+    /// Lines removed.
+    pub(crate) removed: usize,
 }
 
 /// What a change computes before anything is written.
@@ -189,15 +192,15 @@ pub(crate) fn report(
     };
     ToolOutput::text(text)
         .with_title(display.clone())
-        .with_structured(json!({
-            "path": display,
-            "hash": hash.map(|h| h.to_string()),
-            "created": created,
-            "replacements": planned.replacements,
-            "match_levels": planned.levels,
-            "added": stats.added,
-            "removed": stats.removed,
-        }))
+        .with_structured_of(&ChangeResult {
+            path: display,
+            hash: hash.map(|h| h.to_string()),
+            created,
+            replacements: planned.replacements,
+            match_levels: planned.levels.clone(),
+            added: stats.added,
+            removed: stats.removed,
+        })
 }
 
 /// For a question about an edit: the diff the change would make; the approval is bound to the

@@ -26,7 +26,9 @@ use similar::{Algorithm, DiffOp};
 use super::Document;
 
 /// How `old_string` was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum MatchLevel {
     /// Exactly as written.

@@ -4,8 +4,7 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use crate::change::edit::preview_text;
 use crate::change::{Loaded, check_fresh, check_not_stale, commit_many, load};
@@ -46,28 +45,7 @@ impl Tool for ApplyPatchTool {
     }
 
     fn output_schema(&self) -> Option<JsonObject> {
-        Some(crate::schema::object(json!({
-            "type": "object",
-            "properties": {
-                "files": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "path": {"type": "string"},
-                            "action": {"type": "string", "enum": ["added", "updated", "deleted", "moved"]},
-                            "moved_to": {"type": ["string", "null"]},
-                            "hash": {"type": ["string", "null"]},
-                            "added": {"type": "integer"},
-                            "removed": {"type": "integer"},
-                            "match_levels": {"type": "array", "items": {"type": "string"}},
-                        },
-                        "required": ["path", "action", "hash", "added", "removed", "match_levels"],
-                    },
-                },
-            },
-            "required": ["files"],
-        })))
+        Some(crate::schema::output_schema::<PatchResult>())
     }
 
     async fn validate(
@@ -158,6 +136,46 @@ fn touched_paths(patch: &Patch) -> Vec<String> {
         }
     }
     paths
+}
+
+/// The structured result of `apply_patch`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+struct PatchResult {
+    /// The files changed, in the order the patch changed them.
+    files: Vec<PatchedFile>,
+}
+
+/// What the patch did to one file.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+struct PatchedFile {
+    /// The file, as shown.
+    path: String,
+    /// What happened to it.
+    action: PatchAction,
+    /// Where a moved file went, or null when it did not move.
+    moved_to: Option<String>,
+    /// The new content hash, or null when the file was removed (deleted or moved away).
+    hash: Option<String>,
+    /// Lines added.
+    added: usize,
+    /// Lines removed.
+    removed: usize,
+    /// How each hunk was found in the file, in order.
+    match_levels: Vec<MatchLevel>,
+}
+
+/// What happened to a file.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum PatchAction {
+    /// Created (or, at a move's destination, written).
+    Added,
+    /// Changed in place, or replaced whole.
+    Updated,
+    /// Removed.
+    Deleted,
+    /// Moved away: the file named in `moved_to` is its new place.
+    Moved,
 }
 
 /// What one file will become.
@@ -441,20 +459,20 @@ fn report(plan: &[FileChange]) -> ToolOutput {
             .as_ref()
             .map(|t| crate::fs::ContentHash::of(t.as_bytes()).to_string());
         let (action, moved_to) = match &change.action {
-            Action::Added => ("added", None),
-            Action::Replaced | Action::Updated => ("updated", None),
-            Action::Deleted => ("deleted", None),
-            Action::MovedAway { to } => ("moved", Some(to.clone())),
+            Action::Added => (PatchAction::Added, None),
+            Action::Replaced | Action::Updated => (PatchAction::Updated, None),
+            Action::Deleted => (PatchAction::Deleted, None),
+            Action::MovedAway { to } => (PatchAction::Moved, Some(to.clone())),
         };
-        files.push(json!({
-            "path": change.loaded.resolved.display(),
-            "action": action,
-            "moved_to": moved_to,
-            "hash": hash,
-            "added": stats.added,
-            "removed": stats.removed,
-            "match_levels": change.levels,
-        }));
+        files.push(PatchedFile {
+            path: change.loaded.resolved.display(),
+            action,
+            moved_to,
+            hash,
+            added: stats.added,
+            removed: stats.removed,
+            match_levels: change.levels.clone(),
+        });
     }
     let text = if diffs.is_empty() {
         summary
@@ -463,7 +481,7 @@ fn report(plan: &[FileChange]) -> ToolOutput {
     };
     ToolOutput::text(text)
         .with_title("apply_patch")
-        .with_structured(json!({ "files": files }))
+        .with_structured_of(&PatchResult { files })
 }
 
 #[cfg(test)]

@@ -4,8 +4,7 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use crate::context::ask::{Answer, Question};
 use crate::context::{ToolContext, ToolEnv};
@@ -21,6 +20,29 @@ const DEFAULT_TIMEOUT_S: u64 = 300;
 const MAX_TIMEOUT_S: u64 = 3600;
 /// Choices at most.
 const MAX_OPTIONS: usize = 20;
+
+/// The structured result of `ask_user`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+struct AskResult<'a> {
+    /// The answer, or null when there is none.
+    answer: Option<&'a str>,
+    /// Where the answer came from.
+    source: AnswerSource,
+}
+
+/// Where an answer came from.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum AnswerSource {
+    /// The user answered.
+    User,
+    /// Nobody answered in time, or nobody could be asked; the `default` applies.
+    Default,
+    /// The user declined to answer.
+    Declined,
+    /// The user dismissed the question.
+    Cancelled,
+}
 
 /// Arguments of `ask_user`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -63,14 +85,7 @@ impl Tool for AskUserTool {
     }
 
     fn output_schema(&self) -> Option<JsonObject> {
-        Some(crate::schema::object(json!({
-            "type": "object",
-            "properties": {
-                "answer": {"type": ["string", "null"], "description": "The answer, or null when there is none"},
-                "source": {"type": "string", "enum": ["user", "default", "declined", "cancelled"]}
-            },
-            "required": ["answer", "source"]
-        })))
+        Some(crate::schema::output_schema::<AskResult<'static>>())
     }
 
     async fn validate(
@@ -139,28 +154,30 @@ impl Tool for AskUserTool {
             () = ctx.cancellation().cancelled() => return Err(ToolError::Cancelled),
             answer = ctx.asker().question(&question, ctx) => answer,
         };
-        let result = |text: String, answer: Option<&str>, source: &str| {
+        let result = |text: String, answer: Option<&str>, source: AnswerSource| {
             ToolOutput::text(text)
                 .with_title(args.question.clone())
-                .with_structured(json!({"answer": answer, "source": source}))
+                .with_structured_of(&AskResult { answer, source })
         };
         Ok(match answer {
-            Answer::Answered(text) => {
-                result(format!("The user answered: {text}"), Some(&text), "user")
-            }
+            Answer::Answered(text) => result(
+                format!("The user answered: {text}"),
+                Some(&text),
+                AnswerSource::User,
+            ),
             Answer::Declined => result(
                 String::from(
                     "The user declined to answer. Do not ask the same again; go on with your best judgement, or stop and explain what you need.",
                 ),
                 None,
-                "declined",
+                AnswerSource::Declined,
             ),
             Answer::Cancelled => result(
                 String::from(
                     "The user dismissed the question without answering. Do not ask the same again.",
                 ),
                 None,
-                "cancelled",
+                AnswerSource::Cancelled,
             ),
             Answer::TimedOut => match &args.default {
                 Some(default) => result(
@@ -168,7 +185,7 @@ impl Tool for AskUserTool {
                         "The user did not answer within {timeout} s; the default applies: {default}"
                     ),
                     Some(default),
-                    "default",
+                    AnswerSource::Default,
                 ),
                 None => {
                     return Err(ToolError::failed(format!(
@@ -183,7 +200,7 @@ impl Tool for AskUserTool {
                         "The user cannot be asked here ({why}); the default applies: {default}"
                     ),
                     Some(default),
-                    "default",
+                    AnswerSource::Default,
                 ),
                 None => {
                     return Err(ToolError::failed(format!(

@@ -6,7 +6,6 @@ use std::sync::OnceLock;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use crate::context::{SandboxStatus, ToolContext, ToolEnv};
 use crate::error::{SandboxDenied, ToolError};
@@ -14,7 +13,7 @@ use crate::fs::PathError;
 use crate::jobs::Jobs;
 use crate::permission::{Access, OutsideGrants};
 use crate::process::spawn;
-use crate::run::{CommandRun, Prepared, place, prepare, run_foreground};
+use crate::run::{CommandResult, CommandRun, Prepared, place, prepare, run_foreground};
 use crate::sandbox::SandboxSetting;
 use crate::tool::Tool;
 use crate::vocab::{
@@ -120,19 +119,7 @@ impl Tool for BashTool {
     }
 
     fn output_schema(&self) -> Option<JsonObject> {
-        Some(crate::schema::object(json!({
-            "type": "object",
-            "properties": {
-                "exit_code": {"type": ["integer", "null"], "description": "null while running in the background or after a timeout"},
-                "timed_out": {"type": "boolean"},
-                "duration_ms": {"type": "integer"},
-                "sandboxed": {"type": "boolean"},
-                "background": {"type": "boolean"},
-                "job_id": {"type": ["string", "null"]},
-                "output_bytes": {"type": "integer"},
-            },
-            "required": ["exit_code", "timed_out", "duration_ms", "sandboxed", "background", "job_id", "output_bytes"],
-        })))
+        Some(crate::schema::output_schema::<CommandResult>())
     }
 
     async fn validate(&self, args: BashArgs, ctx: &ToolContext) -> Result<BashArgs, ToolError> {
@@ -274,15 +261,15 @@ async fn start_background(
     }
     Ok(ToolOutput::text(text)
         .with_title(args.command.clone())
-        .with_structured(json!({
-            "exit_code": Value::Null,
-            "timed_out": false,
-            "duration_ms": 0,
-            "sandboxed": sandboxed,
-            "background": true,
-            "job_id": job.id,
-            "output_bytes": 0,
-        })))
+        .with_structured_of(&CommandResult {
+            exit_code: None,
+            timed_out: false,
+            duration_ms: 0,
+            sandboxed,
+            background: true,
+            job_id: Some(job.id.clone()),
+            output_bytes: 0,
+        }))
 }
 
 // bash is tested end to end, through a real process and sandbox: tests/suite/bash.rs.

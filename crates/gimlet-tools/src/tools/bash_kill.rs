@@ -8,10 +8,10 @@ use serde::Deserialize;
 
 use crate::context::{ToolContext, ToolEnv};
 use crate::error::ToolError;
-use crate::jobs::{find, report};
+use crate::jobs::{JobReport, find, report};
 use crate::sandbox::KILL_GRACE_MS;
 use crate::tool::Tool;
-use crate::vocab::{ToolFlags, ToolOutput};
+use crate::vocab::{JsonObject, ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("bash_kill.md");
 
@@ -45,6 +45,10 @@ impl Tool for BashKillTool {
             idempotent: true,
             ..ToolFlags::MUTATING
         }
+    }
+
+    fn output_schema(&self) -> Option<JsonObject> {
+        Some(crate::schema::output_schema::<JobReport>())
     }
 
     async fn execute(

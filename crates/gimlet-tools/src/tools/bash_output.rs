@@ -7,9 +7,9 @@ use serde::Deserialize;
 
 use crate::context::{ToolContext, ToolEnv};
 use crate::error::ToolError;
-use crate::jobs::{find, report};
+use crate::jobs::{JobReport, find, report};
 use crate::tool::Tool;
-use crate::vocab::{OutputLimits, ToolFlags, ToolOutput, TruncationMode};
+use crate::vocab::{JsonObject, OutputLimits, ToolFlags, ToolOutput, TruncationMode};
 
 const DESCRIPTION: &str = include_str!("bash_output.md");
 
@@ -50,6 +50,10 @@ impl Tool for BashOutputTool {
             mode: TruncationMode::Tail,
             ..env.limits()
         }
+    }
+
+    fn output_schema(&self) -> Option<JsonObject> {
+        Some(crate::schema::output_schema::<JobReport>())
     }
 
     async fn execute(

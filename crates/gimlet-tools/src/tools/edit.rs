@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::change::edit::{OwnedEdit, change_schema, edit_file, edit_preview};
+use crate::change::edit::{ChangeResult, OwnedEdit, edit_file, edit_preview};
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::permission::Access;
@@ -50,7 +50,7 @@ impl Tool for EditTool {
     }
 
     fn output_schema(&self) -> Option<JsonObject> {
-        Some(change_schema())
+        Some(crate::schema::output_schema::<ChangeResult>())
     }
 
     async fn validate(&self, args: EditArgs, _ctx: &ToolContext) -> Result<EditArgs, ToolError> {

@@ -5,8 +5,7 @@ use std::fmt::Write as _;
 
 use globset::{GlobBuilder, GlobMatcher};
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
@@ -71,15 +70,7 @@ impl Tool for GlobTool {
     }
 
     fn output_schema(&self) -> Option<JsonObject> {
-        Some(crate::schema::object(json!({
-            "type": "object",
-            "properties": {
-                "files": {"type": "array", "items": {"type": "string"}, "description": "The paths shown, most recent first (the first 1000 of them; the text has all)."},
-                "total": {"type": "integer", "description": "Files matching in all."},
-                "truncated": {"type": "boolean"},
-            },
-            "required": ["files", "total", "truncated"],
-        })))
+        Some(crate::schema::output_schema::<GlobResult>())
     }
 
     async fn validate(&self, args: GlobArgs, _ctx: &ToolContext) -> Result<GlobArgs, ToolError> {
@@ -110,6 +101,17 @@ impl Tool for GlobTool {
 /// Paths kept in the structured result at most.
 const MAX_STRUCTURED: usize = 1000;
 
+/// The structured result of `glob`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+struct GlobResult {
+    /// The paths shown, most recent first (the first 1000 of them; the text has all).
+    files: Vec<String>,
+    /// Files matching in all.
+    total: usize,
+    /// More files match than were shown (`limit` cut the list).
+    truncated: bool,
+}
+
 fn glob(args: &GlobArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let resolved = ctx.resolve_allowed(args.path.as_deref().unwrap_or("."))?;
     // A path that is missing or not a directory is said as such, not as "no files match".
@@ -131,7 +133,7 @@ fn glob(args: &GlobArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     // The paths go straight into the text; the structured result keeps the first
     // `MAX_STRUCTURED` (as `grep` samples its matches), so a big listing is not held thrice.
     let mut text = String::new();
-    let mut files: Vec<Value> = Vec::new();
+    let mut files: Vec<String> = Vec::new();
     let mut shown = 0;
     for file in found.iter().take(limit) {
         let line_start = text.len();
@@ -141,7 +143,7 @@ fn glob(args: &GlobArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         }
         let _ = write!(text, "{}", file.rel.display());
         if files.len() < MAX_STRUCTURED {
-            files.push(Value::String(text[line_start..].to_owned()));
+            files.push(text[line_start..].to_owned());
         }
         text.push('\n');
         shown += 1;
@@ -167,11 +169,11 @@ fn glob(args: &GlobArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     }
     Ok(ToolOutput::text(text)
         .with_title(format!("glob {}", args.pattern))
-        .with_structured(json!({
-            "files": files,
-            "total": found.len(),
-            "truncated": truncated,
-        })))
+        .with_structured_of(&GlobResult {
+            files,
+            total: found.len(),
+            truncated,
+        }))
 }
 
 #[cfg(test)]

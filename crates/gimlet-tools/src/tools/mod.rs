@@ -39,3 +39,6 @@ pub use undo::{UndoArgs, UndoTool};
 pub use web_fetch::{FetchFormat, WebFetchArgs, WebFetchTool};
 pub use web_search::{WebSearchArgs, WebSearchTool};
 pub use write::{WriteArgs, WriteTool};
+
+#[cfg(test)]
+mod outputs_tests;

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::change::edit::{OwnedEdit, change_schema, edit_file, edit_preview};
+use crate::change::edit::{ChangeResult, OwnedEdit, edit_file, edit_preview};
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::permission::Access;
@@ -69,7 +69,7 @@ impl Tool for MultiEditTool {
     }
 
     fn output_schema(&self) -> Option<JsonObject> {
-        Some(change_schema())
+        Some(crate::schema::output_schema::<ChangeResult>())
     }
 
     async fn validate(

@@ -5,7 +5,6 @@ use std::sync::Mutex;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::context::{ToolContext, ToolEnv};
 use crate::error::ToolError;
@@ -51,6 +50,8 @@ pub struct Todo {
     pub status: TodoStatus,
     /// `high`, `medium` or `low`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    // Absent when unset, never `null` (in the output schema too).
+    #[schemars(with = "TodoPriority")]
     pub priority: Option<TodoPriority>,
 }
 
@@ -89,25 +90,11 @@ const FLAGS: ToolFlags = ToolFlags {
     interrupt: InterruptBehavior::Block,
 };
 
-fn output_schema() -> JsonObject {
-    crate::schema::object(json!({
-        "type": "object",
-        "properties": {
-            "todos": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "content": {"type": "string"},
-                        "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
-                        "priority": {"type": "string", "enum": ["high", "medium", "low"]}
-                    },
-                    "required": ["content", "status"]
-                }
-            }
-        },
-        "required": ["todos"]
-    }))
+/// The structured result of `todo_write` and `todo_read`.
+#[derive(Debug, Serialize, JsonSchema)]
+struct TodoListResult<'a> {
+    /// The whole list, in order.
+    todos: &'a [Todo],
 }
 
 /// The list as the model and the user see it.
@@ -140,7 +127,7 @@ fn render(todos: &[Todo]) -> ToolOutput {
     };
     ToolOutput::text(text.trim_end().to_owned())
         .with_title(format!("{} task(s)", todos.len()))
-        .with_structured(json!({ "todos": todos }))
+        .with_structured_of(&TodoListResult { todos })
 }
 
 impl Tool for TodoWriteTool {
@@ -157,7 +144,7 @@ impl Tool for TodoWriteTool {
     }
 
     fn output_schema(&self) -> Option<JsonObject> {
-        Some(output_schema())
+        Some(crate::schema::output_schema::<TodoListResult<'static>>())
     }
 
     async fn validate(
@@ -225,7 +212,7 @@ impl Tool for TodoReadTool {
     }
 
     fn output_schema(&self) -> Option<JsonObject> {
-        Some(output_schema())
+        Some(crate::schema::output_schema::<TodoListResult<'static>>())
     }
 
     async fn execute(

@@ -6,8 +6,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::context::{ToolContext, ToolEnv};
@@ -119,18 +118,7 @@ impl Tool for WebFetchTool {
     }
 
     fn output_schema(&self) -> Option<JsonObject> {
-        Some(crate::schema::object(json!({
-            "type": "object",
-            "properties": {
-                "url": {"type": "string", "description": "The URL fetched last (after redirects)"},
-                "status": {"type": "integer"},
-                "content_type": {"type": "string"},
-                "bytes": {"type": "integer", "description": "Bytes of the body read"},
-                "truncated": {"type": "boolean", "description": "The body was longer than max_bytes"},
-                "redirect": {"type": "string", "description": "A redirect to another host, not followed"}
-            },
-            "required": ["url", "status"]
-        })))
+        Some(crate::schema::output_schema::<FetchResult>())
     }
 
     async fn validate(
@@ -254,13 +242,45 @@ fn request_error(url: &reqwest::Url, err: &reqwest::Error) -> ToolError {
     ToolError::failed(format!("cannot fetch {url}: {message}"))
 }
 
+/// The structured result of `web_fetch`: a page, or a redirect to another host.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+struct FetchResult {
+    /// The URL fetched last (after redirects).
+    url: String,
+    /// The HTTP status.
+    status: u16,
+    /// The `Content-Type` the server sent (lowercase; empty when none); absent for a redirect.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    content_type: Option<String>,
+    /// Bytes of the body read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "usize")]
+    bytes: Option<usize>,
+    /// The body was longer than `max_bytes`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "bool")]
+    truncated: Option<bool>,
+    /// A redirect to another host, not followed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    redirect: Option<String>,
+}
+
 fn cross_host_redirect(from: &reqwest::Url, to: &reqwest::Url, status: u16) -> ToolOutput {
     ToolOutput::text(format!(
         "{from} redirects (HTTP {status}) to another host: {to}\n\
          It was not followed. To read it, call web_fetch again with that URL."
     ))
     .with_title(from.to_string())
-    .with_structured(json!({"url": from.as_str(), "status": status, "redirect": to.as_str()}))
+    .with_structured_of(&FetchResult {
+        url: from.to_string(),
+        status,
+        content_type: None,
+        bytes: None,
+        truncated: None,
+        redirect: Some(to.to_string()),
+    })
 }
 
 /// Reads the body (up to `max_bytes`) and converts it.
@@ -323,13 +343,14 @@ async fn read_page(
     }
     let mut output = ToolOutput::text(shown)
         .with_title(url.to_string())
-        .with_structured(json!({
-            "url": url.as_str(),
-            "status": status.as_u16(),
-            "content_type": content_type,
-            "bytes": bytes,
-            "truncated": truncated,
-        }));
+        .with_structured_of(&FetchResult {
+            url: url.to_string(),
+            status: status.as_u16(),
+            content_type: Some(content_type),
+            bytes: Some(bytes),
+            truncated: Some(truncated),
+            redirect: None,
+        });
     output.is_error = !status.is_success();
     Ok(output)
 }

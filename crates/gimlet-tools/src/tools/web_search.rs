@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::context::{ToolContext, ToolEnv};
@@ -54,6 +54,26 @@ fn api_key() -> Option<String> {
         .filter(|k| !k.trim().is_empty())
 }
 
+/// The structured result of `web_search`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+struct SearchResult {
+    /// The query, as searched.
+    query: String,
+    /// The hits, best first.
+    results: Vec<SearchHit>,
+}
+
+/// One hit.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+struct SearchHit {
+    /// The page's title.
+    title: String,
+    /// The page's URL.
+    url: String,
+    /// An excerpt of the page, as the search service gives it.
+    content: String,
+}
+
 /// One result as Tavily returns it.
 #[derive(Debug, Deserialize)]
 struct Hit {
@@ -85,22 +105,7 @@ impl Tool for WebSearchTool {
     }
 
     fn output_schema(&self) -> Option<JsonObject> {
-        Some(crate::schema::object(json!({
-            "type": "object",
-            "properties": {
-                "query": {"type": "string"},
-                "results": {"type": "array", "items": {
-                    "type": "object",
-                    "properties": {
-                        "title": {"type": "string"},
-                        "url": {"type": "string"},
-                        "content": {"type": "string"}
-                    },
-                    "required": ["url"]
-                }}
-            },
-            "required": ["query", "results"]
-        })))
+        Some(crate::schema::output_schema::<SearchResult>())
     }
 
     async fn validate(
@@ -213,12 +218,19 @@ impl Tool for WebSearchTool {
                 excerpt
             ));
         }
-        let results: Vec<Value> = hits
-            .iter()
-            .map(|h| json!({"title": h.title, "url": h.url, "content": h.content}))
+        let results: Vec<SearchHit> = hits
+            .into_iter()
+            .map(|h| SearchHit {
+                title: h.title,
+                url: h.url,
+                content: h.content,
+            })
             .collect();
         Ok(ToolOutput::text(text.trim_end().to_owned())
             .with_title(args.query.clone())
-            .with_structured(json!({"query": args.query, "results": results})))
+            .with_structured_of(&SearchResult {
+                query: args.query,
+                results,
+            }))
     }
 }

@@ -4,9 +4,8 @@ use std::borrow::Cow;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
-use crate::change::edit::{change_schema, preview_text};
+use crate::change::edit::{ChangeResult, preview_text};
 use crate::change::{Loaded, check_fresh, commit, load};
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
@@ -51,7 +50,7 @@ impl Tool for WriteTool {
     }
 
     fn output_schema(&self) -> Option<JsonObject> {
-        Some(change_schema())
+        Some(crate::schema::output_schema::<ChangeResult>())
     }
 
     async fn accesses(
@@ -135,15 +134,15 @@ impl Tool for WriteTool {
             };
             Ok(ToolOutput::text(text)
                 .with_title(display.clone())
-                .with_structured(json!({
-                    "path": display,
-                    "hash": hash,
-                    "created": created,
-                    "replacements": 0,
-                    "match_levels": [],
-                    "added": stats.added,
-                    "removed": stats.removed,
-                })))
+                .with_structured_of(&ChangeResult {
+                    path: display,
+                    hash: Some(hash),
+                    created,
+                    replacements: 0,
+                    match_levels: Vec::new(),
+                    added: stats.added,
+                    removed: stats.removed,
+                }))
         })
         .await
     }

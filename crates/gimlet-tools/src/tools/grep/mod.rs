@@ -13,7 +13,6 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 use rustix::fs::OFlags;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
@@ -51,6 +50,49 @@ pub enum OutputMode {
     Content,
     /// The number of matching lines per file.
     Count,
+}
+
+/// The structured result of `grep`: one page, in the list `mode` names.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct GrepResult {
+    /// The output mode, which names the list the page has (`files`, `matches` or `counts`).
+    pub(crate) mode: OutputMode,
+    /// `files_with_matches` mode: the matching files of this page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<String>")]
+    pub(crate) files: Option<Vec<String>>,
+    /// `content` mode: the matching lines of this page (the first 1000 of them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<GrepMatch>")]
+    pub(crate) matches: Option<Vec<GrepMatch>>,
+    /// `count` mode: matching lines per file, this page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Vec<FileCount>")]
+    pub(crate) counts: Option<Vec<FileCount>>,
+    /// The offset of the next page, or null when this is the last.
+    pub(crate) next_offset: Option<usize>,
+    /// Files searched.
+    pub(crate) files_searched: usize,
+}
+
+/// One matching line.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct GrepMatch {
+    /// The file, as shown.
+    pub(crate) path: String,
+    /// The line number (1-based).
+    pub(crate) line: u64,
+    /// The line, cut around the match when long.
+    pub(crate) text: String,
+}
+
+/// The matching lines of one file.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct FileCount {
+    /// The file, as shown.
+    pub(crate) path: String,
+    /// Its matching lines.
+    pub(crate) count: u64,
 }
 
 /// Arguments of `grep`.
@@ -169,34 +211,7 @@ impl Tool for GrepTool {
     }
 
     fn output_schema(&self) -> Option<JsonObject> {
-        Some(crate::schema::object(json!({
-            "type": "object",
-            "properties": {
-                "mode": {"type": "string", "enum": ["files_with_matches", "content", "count"]},
-                "files": {"type": "array", "items": {"type": "string"}, "description": "files_with_matches: the matching files of this page"},
-                "matches": {
-                    "type": "array",
-                    "description": "content: the matching lines of this page",
-                    "items": {
-                        "type": "object",
-                        "properties": {"path": {"type": "string"}, "line": {"type": "integer"}, "text": {"type": "string"}},
-                        "required": ["path", "line", "text"],
-                    },
-                },
-                "counts": {
-                    "type": "array",
-                    "description": "count: matching lines per file, this page",
-                    "items": {
-                        "type": "object",
-                        "properties": {"path": {"type": "string"}, "count": {"type": "integer"}},
-                        "required": ["path", "count"],
-                    },
-                },
-                "next_offset": {"type": ["integer", "null"], "description": "The offset of the next page, or null when this is the last."},
-                "files_searched": {"type": "integer"},
-            },
-            "required": ["mode", "next_offset", "files_searched"],
-        })))
+        Some(crate::schema::output_schema::<GrepResult>())
     }
 
     async fn validate(&self, args: GrepArgs, _ctx: &ToolContext) -> Result<GrepArgs, ToolError> {
@@ -261,7 +276,7 @@ enum FileResult {
         matches: u64,
         text: Vec<u8>,
         lines: usize,
-        samples: Vec<Value>,
+        samples: Vec<GrepMatch>,
     },
 }
 

@@ -8,7 +8,6 @@ use std::path::Path;
 use grep_matcher::Matcher;
 use grep_regex::RegexMatcher;
 use grep_searcher::{Searcher, Sink, SinkContext, SinkMatch};
-use serde_json::{Value, json};
 
 use crate::context::ToolContext;
 use crate::fs::ResolvedPath;
@@ -16,7 +15,9 @@ use crate::output::{DEFAULT_KEEP, OutputBuffer};
 use crate::search::ordered::Flow;
 use crate::vocab::{Content, ToolOutput};
 
-use super::{GrepArgs, HEAP_LIMIT, Line, MAX_LINE_CHARS, OutputMode};
+use super::{
+    FileCount, GrepArgs, GrepMatch, GrepResult, HEAP_LIMIT, Line, MAX_LINE_CHARS, OutputMode,
+};
 
 /// A found file's path as shown: relative to the first root when the search base is.
 pub(super) fn display_path(display_base: &str, rel: &Path) -> String {
@@ -36,7 +37,7 @@ pub(super) struct Direct<'a> {
     pub(super) text: Vec<u8>,
     /// Lines in `text`.
     pub(super) lines: usize,
-    pub(super) samples: Vec<Value>,
+    pub(super) samples: Vec<GrepMatch>,
 }
 
 impl Direct<'_> {
@@ -70,8 +71,11 @@ impl Direct<'_> {
         };
         if sample && take() {
             let text = shown_line(bytes, matcher);
-            self.samples
-                .push(json!({"path": self.path, "line": number, "text": text}));
+            self.samples.push(GrepMatch {
+                path: self.path.clone(),
+                line: number,
+                text,
+            });
         }
     }
 }
@@ -243,7 +247,12 @@ pub(super) struct Page<'a> {
     pub(super) shown: usize,
     pub(super) more: bool,
     pub(super) out: OutputBuffer,
-    pub(super) structured: Vec<Value>,
+    /// The structured result's list, `files` mode (every file of the page).
+    pub(super) files: Vec<String>,
+    /// The structured result's list, `content` mode (the first 1000 matching lines).
+    pub(super) matches: Vec<GrepMatch>,
+    /// The structured result's list, `count` mode (every file of the page).
+    pub(super) counts: Vec<FileCount>,
     pub(super) files_with_results: usize,
     /// Files whose search stopped at a line over [`HEAP_LIMIT`].
     pub(super) too_long: Vec<String>,
@@ -267,7 +276,9 @@ impl<'a> Page<'a> {
             shown: 0,
             more: false,
             out: output_buffer(ctx),
-            structured: Vec::new(),
+            files: Vec::new(),
+            matches: Vec::new(),
+            counts: Vec::new(),
             files_with_results: 0,
             too_long: Vec::new(),
         }
@@ -283,7 +294,7 @@ impl<'a> Page<'a> {
         matches: u64,
         text: &[u8],
         lines: usize,
-        samples: Vec<Value>,
+        samples: Vec<GrepMatch>,
     ) -> Flow {
         if matches == 0 {
             return Flow::Continue;
@@ -297,8 +308,8 @@ impl<'a> Page<'a> {
         self.seen += matches;
         self.shown += matches;
         for sample in samples {
-            if self.structured.len() < 1000 {
-                self.structured.push(sample);
+            if self.matches.len() < 1000 {
+                self.matches.push(sample);
             }
         }
         Flow::Continue
@@ -327,11 +338,13 @@ impl<'a> Page<'a> {
                 self.shown += 1;
                 if self.mode == OutputMode::Count {
                     let _ = writeln!(self.out_text(), "{path}:{matches}");
-                    self.structured
-                        .push(json!({"path": path, "count": matches}));
+                    self.counts.push(FileCount {
+                        path,
+                        count: matches,
+                    });
                 } else {
                     let _ = writeln!(self.out_text(), "{path}");
-                    self.structured.push(Value::String(path));
+                    self.files.push(path);
                 }
                 Flow::Continue
             }
@@ -389,9 +402,12 @@ impl<'a> Page<'a> {
             );
             if line.is_match {
                 self.shown += 1;
-                if self.structured.len() < 1000 {
-                    self.structured
-                        .push(json!({"path": path, "line": line.number, "text": line.text}));
+                if self.matches.len() < 1000 {
+                    self.matches.push(GrepMatch {
+                        path: path.to_owned(),
+                        line: line.number,
+                        text: line.text,
+                    });
                 }
             }
         }
@@ -448,21 +464,25 @@ impl<'a> Page<'a> {
         } else {
             text.tail.push_str(&footer);
         }
-        let key = match self.mode {
-            OutputMode::FilesWithMatches => "files",
-            OutputMode::Content => "matches",
-            OutputMode::Count => "counts",
+        let mut structured = GrepResult {
+            mode: self.mode,
+            files: None,
+            matches: None,
+            counts: None,
+            next_offset,
+            files_searched: searched,
         };
-        let mode = serde_json::to_value(self.mode).unwrap_or(Value::Null);
-        let mut structured =
-            json!({"mode": mode, "next_offset": next_offset, "files_searched": searched});
-        structured[key] = Value::Array(self.structured);
+        match self.mode {
+            OutputMode::FilesWithMatches => structured.files = Some(self.files),
+            OutputMode::Content => structured.matches = Some(self.matches),
+            OutputMode::Count => structured.counts = Some(self.counts),
+        }
         ToolOutput {
             title: Some(format!("grep {}", self.args.pattern)),
             content: vec![Content::Long(text)],
-            structured: Some(structured),
             ..ToolOutput::default()
         }
+        .with_structured_of(&structured)
     }
 }
 
