@@ -53,6 +53,10 @@ fn without_randomness(args: &[&str]) -> Output {
         let mut child = command.spawn().expect("gimlet runs");
         let deadline = Instant::now() + Duration::from_secs(30);
         while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "a plain thread of this test, not a runtime worker"
+            )]
             std::thread::sleep(Duration::from_millis(20));
         }
         let _ = child.kill();
