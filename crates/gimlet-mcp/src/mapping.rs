@@ -309,15 +309,21 @@ mod tests {
         );
     }
 
-    #[test]
-    fn by_default_results_are_text_only_and_tools_have_no_output_schema() {
-        let mut with_schema = spec(ToolFlags::READ_ONLY);
-        with_schema.output_schema = Some(
+    /// A read-only tool whose results have one field, `n`.
+    fn spec_with_output_schema() -> ToolSpec {
+        let mut spec = spec(ToolFlags::READ_ONLY);
+        spec.output_schema = Some(
             json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
                 .as_object()
                 .unwrap()
                 .clone(),
         );
+        spec
+    }
+
+    #[test]
+    fn by_default_results_are_text_only_and_tools_have_no_output_schema() {
+        let with_schema = spec_with_output_schema();
         let listed = serde_json::to_value(tool(&with_schema, Shape::Text)).unwrap();
         assert_eq!(listed.get("outputSchema"), None);
         let output = ToolOutput::text("line 1\nline 2").with_structured(json!({"n": 2}));
@@ -328,13 +334,7 @@ mod tests {
 
     #[test]
     fn structured_results_repeat_the_text_and_their_schema_requires_it() {
-        let mut with_schema = spec(ToolFlags::READ_ONLY);
-        with_schema.output_schema = Some(
-            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
-                .as_object()
-                .unwrap()
-                .clone(),
-        );
+        let with_schema = spec_with_output_schema();
         let listed = serde_json::to_value(tool(&with_schema, Shape::Structured)).unwrap();
         assert_eq!(
             listed["outputSchema"],
