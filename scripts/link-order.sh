@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Writes link/functions.order: the functions of the release binary a session runs (start-up,
+# `initialize`, `tools/list`, then each built-in's everyday calls). build.rs hands the file to
+# the linker (`--symbol-ordering-file`), which lays those functions out together: the kernel
+# maps code 64 KiB around every page first run, so spread out they kept most of the binary's
+# code resident (docs/performance.md, "Memory").
+#
+#   scripts/link-order.sh
+#
+# Symbol names carry hashes of the crates' build settings, and `cargo bench` builds the binary
+# with the features the dev-dependencies add: the file lists the names of both builds (the one
+# `cargo build --release` and `cargo install` make, and the benchmark's). Needs valgrind, nm
+# and python3. Re-run it after large changes or dependency updates: names the file has and the
+# binary lacks are skipped by the linker, and new functions land outside the ordered block.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+
+profile() { # binary → the functions it ran, in the order callgrind lists them
+  local binary="$1" run="$WORK/run"
+  rm -rf "$run" && mkdir -p "$run"
+  python3 scripts/link-order/session.py "$run" \
+    valgrind --tool=callgrind --demangle=no --dump-instr=no --compress-strings=no \
+    --compress-pos=no --callgrind-out-file="$run/callgrind.out" \
+    "$binary" serve --root "$run/root" 2>/dev/null
+  nm --defined-only "$binary" | awk 'NF == 3 && $2 ~ /^[tTwW]$/ { print $3 }' > "$run/symbols"
+  python3 - "$run/symbols" "$run/callgrind.out" <<'PY'
+import re, sys
+symbols = set(open(sys.argv[1]).read().split())
+seen = {}
+for line in open(sys.argv[2], errors="replace"):
+    if line.startswith(("fn=", "cfn=")):
+        name = line.split("=", 1)[1].strip()
+        # `.1234`: a local the link-time optimiser renamed; the number changes every build.
+        if name in symbols and not re.search(r"\.\d+$", name):
+            seen.setdefault(name, None)
+sys.stdout.write("".join(f"{name}\n" for name in seen))
+PY
+}
+
+cargo build --release --locked -q
+cp target/release/gimlet "$WORK/gimlet-release"
+cargo bench --bench stdio --locked --no-run -q 2>/dev/null
+cp target/release/gimlet "$WORK/gimlet-bench"
+{ profile "$WORK/gimlet-release"; profile "$WORK/gimlet-bench"; } | awk '!seen[$0]++' > link/functions.order
+echo "link/functions.order: $(wc -l < link/functions.order) functions"
