@@ -19,8 +19,8 @@ fn main() {
         // The kernel maps code 64 KiB around each page a process first runs; spread over the
         // binary, a session's functions made 9 of its 14 MiB of code resident. Ordered, they
         // take about 3. Symbols the list names that this build lacks are skipped silently.
-        let order = Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default())
-            .join(ORDER_FILE);
+        let order =
+            Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default()).join(ORDER_FILE);
         if order.is_file() {
             println!(
                 "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
