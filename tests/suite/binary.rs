@@ -42,3 +42,30 @@ fn relative_relocations_are_packed() {
         "no packed relocations: {names:?}"
     );
 }
+
+/// The function order release builds hand the linker (`build.rs`, `link/functions.order`):
+/// symbol names only, and among them the start-up path and the everyday calls, so that they
+/// share the few pages of code that stay resident (`scripts/link-order.sh` rewrites it).
+#[test]
+fn the_function_order_lists_a_sessions_path() {
+    let order =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/link/functions.order"))
+            .unwrap();
+    let names: Vec<&str> = order.lines().collect();
+    assert!(names.len() > 1000, "{} names", names.len());
+    let odd: Vec<&&str> = names
+        .iter()
+        .filter(|n| !(n.starts_with("_ZN") || n.starts_with("_R") || **n == "main"))
+        .collect();
+    assert!(odd.is_empty(), "not symbol names: {odd:?}");
+    for part in [
+        "6gimlet4main",
+        "10gimlet_mcp9transport5stdio",
+        "12gimlet_tools5tools4read",
+        "12gimlet_tools5tools4grep",
+        "12gimlet_tools6change4edit",
+        "12gimlet_tools3run",
+    ] {
+        assert!(names.iter().any(|n| n.contains(part)), "{part} not listed");
+    }
+}
