@@ -23,15 +23,17 @@ profile() { # binary → the functions it ran, in the order callgrind lists them
   rm -rf "$run" && mkdir -p "$run"
   python3 scripts/link-order/session.py "$run" \
     valgrind --tool=callgrind --demangle=no --dump-instr=no --compress-strings=no \
-    --compress-pos=no --callgrind-out-file="$run/callgrind.out" \
+    --compress-pos=no --callgrind-out-file="$run/callgrind.%p" \
     "$binary" serve --root "$run/root" 2>/dev/null
   nm --defined-only "$binary" | awk 'NF == 3 && $2 ~ /^[tTwW]$/ { print $3 }' > "$run/symbols"
-  python3 - "$run/symbols" "$run/callgrind.out" <<'PY'
+  python3 - "$run/symbols" "$run"/callgrind.* <<'PY'
 import re, sys
 symbols = set(open(sys.argv[1]).read().split())
 seen = {}
-for line in open(sys.argv[2], errors="replace"):
-    if line.startswith(("fn=", "cfn=")):
+for out in sys.argv[2:]:  # one file per server process, in the order they ran
+    for line in open(out, errors="replace"):
+        if not line.startswith(("fn=", "cfn=")):
+            continue
         name = line.split("=", 1)[1].strip()
         # `.1234`: a local the link-time optimiser renamed; the number changes every build.
         if name in symbols and not re.search(r"\.\d+$", name):

@@ -1,6 +1,8 @@
 """One everyday session over stdio, for scripts/link-order.sh: start-up, `initialize`,
 `tools/list`, then a few rounds of the calls hosts make most (read by absolute and relative
-path, glob, grep in each mode, ls, edit, write, bash, todo_write), and an error.
+path, glob and grep over a tree, grep in each mode, ls, edit, write, bash, todo_write), and an
+error; then a second server whose output limits are raised, reading a 2 MiB file (the answer
+streamed while it is encoded).
 
     python3 session.py WORK_DIR COMMAND...   (COMMAND runs `gimlet serve --root WORK_DIR/root`)
 """
@@ -18,11 +20,36 @@ with open(os.path.join(root, "src", "lib.rs"), "w") as f:
 with open(os.path.join(root, "notes.txt"), "w") as f:
     f.write("hello world\n" * 3000)
 
+for d in range(20):
+    os.makedirs(os.path.join(root, "tree", f"dir{d}"))
+    for n in range(20):
+        with open(os.path.join(root, "tree", f"dir{d}", f"file{n}.rs"), "w") as f:
+            f.writelines(f"pub const C{i}: u32 = {i}; // item {i} of {n}\n" for i in range(100))
+with open(os.path.join(root, "big.txt"), "w") as f:
+    f.write("the quick brown fox jumps over the lazy dog, again and again\n" * 35000)
+limits = os.path.join(work, "limits.toml")
+with open(limits, "w") as f:
+    f.write("[output]\nmax_lines = 1000000\nmax_bytes = 67108864\n")
+
 data = os.path.join(work, "data")
 env = {**os.environ, "XDG_DATA_HOME": data, "XDG_CONFIG_HOME": data}
 env.pop("RUST_LOG", None)
-server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
 count = 0
+
+
+def start(arguments):
+    global server
+    server = subprocess.Popen(arguments, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                        "clientInfo": {"name": "claude-code", "version": "2"}})
+    server.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+    server.stdin.flush()
+    call("tools/list")
+
+
+def stop():
+    server.stdin.close()
+    server.wait()
 
 
 def call(method, params=None):
@@ -43,11 +70,7 @@ def tool(name, arguments):
     return call("tools/call", {"name": name, "arguments": arguments})
 
 
-call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "claude-code", "version": "2"}})
-server.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-server.stdin.flush()
-call("tools/list")
+start(command)
 lines = "hello world\n" * 2999
 for _ in range(3):
     tool("read", {"path": os.path.join(root, "src", "lib.rs")})
@@ -56,6 +79,8 @@ for _ in range(3):
     tool("grep", {"pattern": "line 1[0-9]", "output_mode": "content"})
     tool("grep", {"pattern": "hello"})
     tool("grep", {"pattern": "fn", "output_mode": "count"})
+    tool("glob", {"pattern": "tree/**/*.rs"})
+    tool("grep", {"pattern": "item 7 of", "path": "tree", "output_mode": "content"})
     tool("ls", {"path": root})
     tool("read", {"path": os.path.join(root, "notes.txt")})
     tool("edit", {"path": os.path.join(root, "notes.txt"),
@@ -67,5 +92,11 @@ for _ in range(3):
     tool("todo_write", {"todos": [{"content": "a", "status": "pending", "activeForm": "a"}]})
     os.remove(os.path.join(root, "new.txt"))
 tool("read", {"path": "missing.txt"})
-server.stdin.close()
-server.wait()
+stop()
+
+# `serve` comes last in the command; the config flag goes before it.
+at = command.index("serve")
+start(command[:at] + ["--config", limits] + command[at:])
+for _ in range(2):
+    tool("read", {"path": "big.txt", "limit": 1000000})
+stop()
