@@ -17,7 +17,7 @@ fn main() {
     }
     if orders_functions() {
         // The kernel maps code 64 KiB around each page a process first runs; spread over the
-        // binary, a session's functions made 9 of its 14 MiB of code resident. Ordered, they
+        // binary, a session's functions made 7 of its 12 MiB of code resident. Ordered, they
         // take about 3. Symbols the list names that this build lacks are skipped silently.
         let order =
             Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default()).join(ORDER_FILE);

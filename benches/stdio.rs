@@ -540,6 +540,10 @@ fn bare_server(root: &std::path::Path) {
     }
 }
 
+/// One case of the benchmark, run alone with `cargo bench --bench stdio -- NAME`: it gets the
+/// files' folder and the server's data folder.
+type Case = fn(&std::path::Path, &std::path::Path);
+
 fn main() {
     if let Some(root) = std::env::var_os(BARE) {
         bare_server(std::path::Path::new(&root));
@@ -554,21 +558,17 @@ fn main() {
     std::fs::write(root.path().join("small.txt"), "one\ntwo\nthree\n").unwrap();
     std::fs::write(root.path().join("source.rs"), source_text(SOURCE_LINES)).unwrap();
     // `cargo bench --bench stdio -- bash` (or `memory`, `throughput`, `edit`): only that case.
-    let only = |name: &str| std::env::args().skip(1).any(|a| a == name);
-    if only("bash") {
-        commands(root.path(), data.path());
-        return;
-    }
-    if only("memory") {
-        memory(root.path(), data.path());
-        return;
-    }
-    if only("throughput") {
-        throughput(root.path(), data.path());
-        return;
-    }
-    if only("edit") {
-        edits_here_and_in_memory(root.path(), data.path());
+    let cases: [(&str, Case); 4] = [
+        ("bash", commands),
+        ("memory", memory),
+        ("throughput", throughput),
+        ("edit", edits_here_and_in_memory),
+    ];
+    if let Some((_, case)) = cases
+        .iter()
+        .find(|(name, _)| std::env::args().skip(1).any(|a| a == *name))
+    {
+        case(root.path(), data.path());
         return;
     }
 
