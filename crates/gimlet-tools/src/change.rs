@@ -14,7 +14,7 @@ use crate::error::ToolError;
 use crate::fs::{
     Before, CommitError, ContentHash, Expected, FileId, FileStamp, Journal, JournalEntry,
     Ownership, PathError, ResolvedPath, Step, WriteError, commit_all, remove_checked,
-    write_checked,
+    write_checked_against,
 };
 
 /// Largest file the edit tools load.
@@ -210,11 +210,12 @@ pub(crate) fn commit(
     let after = match new {
         Some(bytes) => {
             // The hash of what was written, computed once, as it was written.
-            let (meta, hash) = write_checked(
+            let (meta, hash) = write_checked_against(
                 &loaded.resolved,
                 bytes,
                 loaded.ownership,
                 &loaded.expected(),
+                loaded.bytes.as_deref(),
             )?;
             ctx.session().files().record(
                 path,

@@ -451,12 +451,15 @@ pub(super) fn unlink_if(dir: &OwnedFd, name: &OsStr, ino: u64) {
 }
 
 /// Whether the file now named `name` in `dir` is the one `expected` describes. `old` is a handle
-/// opened on the target before it moved, used to read it when it is the same file.
+/// opened on the target before it moved, used to read it when it is the same file. `was` is
+/// the content `expected` describes, when the caller holds it: the file is then compared with
+/// it byte for byte instead of hashed.
 pub(super) fn matches(
     dir: &OwnedFd,
     name: &OsStr,
     expected: &Expected,
     old: Option<&mut File>,
+    was: Option<&[u8]>,
 ) -> std::io::Result<bool> {
     let (want_id, want_hash) = match expected {
         Expected::Anything => return Ok(true),
@@ -469,19 +472,36 @@ pub(super) fn matches(
     if now != *want_id {
         return Ok(false);
     }
-    let hash = match old {
-        Some(file) if FileId::of(&file.metadata()?).ino == now.ino => hash_file(file)?,
+    let mut opened;
+    let file = match old {
+        Some(file) if FileId::of(&file.metadata()?).ino == now.ino => file,
         _ => {
             let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-            hash_file(&mut File::from(rustix::fs::openat(
-                dir,
-                name,
-                flags,
-                Mode::empty(),
-            )?))?
+            opened = File::from(rustix::fs::openat(dir, name, flags, Mode::empty())?);
+            &mut opened
         }
     };
-    Ok(hash == *want_hash)
+    match was {
+        Some(was) => holds(file, was),
+        None => Ok(hash_file(file)? == *want_hash),
+    }
+}
+
+/// Whether an open file holds exactly `content`, read from its start.
+fn holds(file: &mut File, content: &[u8]) -> std::io::Result<bool> {
+    file.rewind()?;
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut at = 0;
+    loop {
+        let n = file.read(&mut buffer)?;
+        if n == 0 {
+            return Ok(at == content.len());
+        }
+        if content.get(at..at + n) != Some(&buffer[..n]) {
+            return Ok(false);
+        }
+        at += n;
+    }
 }
 
 /// A read handle on the file at `name`, share-locked so that no sweep takes it while it sits
@@ -502,6 +522,19 @@ pub fn write_checked(
     bytes: &[u8],
     keep: Option<Ownership>,
     expected: &Expected,
+) -> Result<(std::fs::Metadata, ContentHash), WriteError> {
+    write_checked_against(resolved, bytes, keep, expected, None)
+}
+
+/// [`write_checked`], for a caller that holds the content `expected` describes (`was`, the
+/// file as it was loaded): the file that comes out of the swap is compared with it byte for
+/// byte, which is faster than hashing it again.
+pub fn write_checked_against(
+    resolved: &ResolvedPath,
+    bytes: &[u8],
+    keep: Option<Ownership>,
+    expected: &Expected,
+    was: Option<&[u8]>,
 ) -> Result<(std::fs::Metadata, ContentHash), WriteError> {
     let (dir, name) = open_parent_dir(resolved)?;
     let existing = inspect_target(&dir, &name, resolved)?;
@@ -531,13 +564,13 @@ pub fn write_checked(
                 Ok(())
             }
             Err(e) if is_exist(&e) && *expected == Expected::Anything => {
-                swap_in(&dir, &name, &mut temp, expected, &path)
+                swap_in(&dir, &name, &mut temp, expected, was, &path)
             }
             Err(e) if is_exist(&e) => Err(WriteError::Changed { path: path.clone() }),
             Err(e) => Err(io(e)),
         }
     } else {
-        swap_in(&dir, &name, &mut temp, expected, &path)
+        swap_in(&dir, &name, &mut temp, expected, was, &path)
     };
     match result {
         Ok(()) => {
@@ -574,13 +607,14 @@ fn check_early(
 }
 
 /// Puts the filled temporary file in place of `name`: swapped in, the file that comes out
-/// checked against `expected`, swapped back out if it is not that file. The temporary name
-/// goes too.
+/// checked against `expected` (and `was`, its content, if known), swapped back out if it is not
+/// that file. The temporary name goes too.
 fn swap_in(
     dir: &OwnedFd,
     name: &OsStr,
     temp: &mut TempFile,
     expected: &Expected,
+    was: Option<&[u8]>,
     path: &str,
 ) -> Result<(), WriteError> {
     let io = |source: std::io::Error| WriteError::Io {
@@ -598,7 +632,7 @@ fn swap_in(
     };
     if exchange(dir, &temp_name, name).map_err(io)? {
         // The file that was there is now under the temporary name.
-        let same = matches(dir, &temp_name, expected, old.as_mut()).map_err(io)?;
+        let same = matches(dir, &temp_name, expected, old.as_mut(), was).map_err(io)?;
         if !same {
             swap_back(dir, name, &temp_name, temp);
             return Err(WriteError::Changed {
@@ -621,7 +655,7 @@ fn swap_in(
         return Ok(());
     }
     // No exchange here: check, then rename over (a short window remains).
-    if !matches(dir, name, expected, old.as_mut()).map_err(io)? {
+    if !matches(dir, name, expected, old.as_mut(), was).map_err(io)? {
         return Err(WriteError::Changed {
             path: path.to_owned(),
         });
@@ -915,7 +949,7 @@ pub fn remove_checked(resolved: &ResolvedPath, expected: &Expected) -> Result<()
     let mut old = hold_old(&dir, &name);
     let aside = temp_name(&name, "tmp");
     rename_noreplace(&dir, &name, &aside).map_err(io)?;
-    if !matches(&dir, &aside, expected, old.as_mut()).map_err(io)? {
+    if !matches(&dir, &aside, expected, old.as_mut(), None).map_err(io)? {
         // Put it back, unless a new file took the name meanwhile (then both stay).
         let _ = rename_noreplace(&dir, &aside, &name);
         return Err(WriteError::Changed { path });

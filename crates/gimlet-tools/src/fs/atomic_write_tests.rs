@@ -176,6 +176,61 @@ fn an_outside_change_at_the_last_moment_is_kept_and_the_write_refused() {
 }
 
 #[test]
+fn a_rewrite_in_place_with_the_time_put_back_is_caught_by_the_content() {
+    let ws = TestWorkspace::new();
+    let path = ws.write("same.txt", "one\n");
+    let expected = expected_of(&path);
+    let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+    // Same file, same size, same modification time: only the content tells.
+    let rewrite = |text: &str| {
+        let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+        file.set_modified(modified).unwrap();
+    };
+    rewrite("two\n");
+    assert_eq!(
+        expected_of(&path),
+        match expected {
+            Expected::File { id, .. } => Expected::File {
+                id,
+                hash: ContentHash::of(b"two\n")
+            },
+            other => other,
+        }
+    );
+    // Checked by hash, and by comparison with the content the caller loaded: both refuse.
+    for was in [None, Some(&b"one\n"[..])] {
+        let err = write_checked_against(&resolve(&ws, "same.txt"), b"mine\n", None, &expected, was)
+            .unwrap_err();
+        assert!(matches!(err, WriteError::Changed { .. }), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "two\n");
+    }
+    // Given the content, the comparison decides: the right hash with content the file does not
+    // hold is refused, the content it holds goes in.
+    let expected = expected_of(&path);
+    let err = write_checked_against(
+        &resolve(&ws, "same.txt"),
+        b"x\n",
+        None,
+        &expected,
+        Some(b"TWO\n"),
+    )
+    .unwrap_err();
+    assert!(matches!(err, WriteError::Changed { .. }), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "two\n");
+    write_checked_against(
+        &resolve(&ws, "same.txt"),
+        b"mine\n",
+        None,
+        &expected,
+        Some(b"two\n"),
+    )
+    .unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "mine\n");
+    assert!(leftovers(&ws).is_empty());
+}
+
+#[test]
 fn a_sweep_removes_dead_writers_temporaries_and_leaves_live_ones() {
     let ws = TestWorkspace::new();
     let dead = ws.write(".big.txt.gimlet-0123456789ab.tmp", "debris");

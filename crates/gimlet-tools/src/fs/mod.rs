@@ -11,7 +11,7 @@ mod suggest;
 
 pub use atomic_write::{
     Expected, FileId, Ownership, WriteError, create_parents, remove_checked, remove_file,
-    write_atomic, write_checked,
+    write_atomic, write_checked, write_checked_against,
 };
 pub use file_state::{ContentHash, FileStamp, FileStates, Hasher};
 pub use journal::{Before, CommitError, Journal, JournalEntry, Step, commit_all, recover_pending};

@@ -390,7 +390,7 @@ fn put_in(s: &mut Staged) -> Result<(), WriteError> {
             let new = new.clone();
             s.old = hold_old(&s.dir, &s.name);
             if exchange(&s.dir, &new, &s.name).map_err(io)? {
-                if matches(&s.dir, &new, &s.expected, s.old.as_mut()).map_err(io)? {
+                if matches(&s.dir, &new, &s.expected, s.old.as_mut(), None).map_err(io)? {
                     return Ok(());
                 }
                 if let Some(temp) = &s.temp {
@@ -405,7 +405,7 @@ fn put_in(s: &mut Staged) -> Result<(), WriteError> {
                 .unwrap_or_else(|| temp_name(&s.name, "txn"));
             rename_noreplace(&s.dir, &s.name, &old_aside).map_err(io)?;
             s.old_aside = Some(old_aside.clone());
-            if !matches(&s.dir, &old_aside, &s.expected, s.old.as_mut()).map_err(io)? {
+            if !matches(&s.dir, &old_aside, &s.expected, s.old.as_mut(), None).map_err(io)? {
                 let _ = rename_noreplace(&s.dir, &old_aside, &s.name);
                 return Err(changed());
             }
@@ -420,7 +420,7 @@ fn put_in(s: &mut Staged) -> Result<(), WriteError> {
             let old_aside = old_aside.clone();
             s.old = hold_old(&s.dir, &s.name);
             rename_noreplace(&s.dir, &s.name, &old_aside).map_err(io)?;
-            if matches(&s.dir, &old_aside, &s.expected, s.old.as_mut()).map_err(io)? {
+            if matches(&s.dir, &old_aside, &s.expected, s.old.as_mut(), None).map_err(io)? {
                 return Ok(());
             }
             let _ = rename_noreplace(&s.dir, &old_aside, &s.name);
