@@ -725,22 +725,65 @@ pub(super) fn keep_late_appends(
     if watched.check().is_err() {
         return;
     }
-    let sender = WATCHER.get_or_init(|| {
-        let (send, receive) = std::sync::mpsc::channel::<Watched>();
+    let inbox = WATCHER.get_or_init(|| {
+        let inbox = std::sync::Arc::new(Inbox::default());
+        let shared = std::sync::Arc::clone(&inbox);
         std::thread::Builder::new()
             .name("gimlet-late-appends".into())
-            .spawn(move || watch_late_appends(&receive))
+            .spawn(move || watch_late_appends(&shared))
             .ok()
-            .map(|_| Mutex::new(send))
+            .map(|_| inbox)
     });
-    if let Some(sender) = sender {
-        let _ = sender.locked().send(watched);
+    if let Some(inbox) = inbox {
+        inbox.post(watched);
     }
 }
 
-/// The queue of the one thread that watches files for late appends (`None` if it could not
+/// The inbox of the one thread that watches files for late appends (`None` if it could not
 /// start).
-static WATCHER: OnceLock<Option<Mutex<std::sync::mpsc::Sender<Watched>>>> = OnceLock::new();
+static WATCHER: OnceLock<Option<std::sync::Arc<Inbox>>> = OnceLock::new();
+
+/// Files handed to the watcher, and when it will next look at them.
+#[derive(Default)]
+struct Inbox {
+    state: Mutex<InboxState>,
+    wake: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct InboxState {
+    /// Files not yet taken by the watcher.
+    arrived: Vec<Watched>,
+    /// The watcher is working and takes `arrived` before it waits again.
+    awake: bool,
+    /// When the waiting watcher wakes by itself (`None`: only when woken).
+    deadline: Option<std::time::Instant>,
+}
+
+impl Inbox {
+    /// Hands a file to the watcher, waking it only if it would not look before the file's next
+    /// check is due: in a run of edits it is already waiting for an earlier file's check, and
+    /// waking a sleeping thread would cost the edit more than the check.
+    fn post(&self, file: Watched) {
+        let due = file.due();
+        let mut state = self.state.locked();
+        state.arrived.push(file);
+        let wake = state.must_wake_for(due);
+        drop(state);
+        if wake {
+            self.wake.notify_one();
+        }
+    }
+}
+
+impl InboxState {
+    /// Whether the watcher must be woken for a file whose next check is `due`: not while it
+    /// works (it takes new files before it waits), nor while it waits for a check due first.
+    fn must_wake_for(&self, due: Option<std::time::Instant>) -> bool {
+        !self.awake
+            && !matches!((self.deadline, due), (Some(deadline), Some(due)) if deadline <= due)
+    }
+}
 
 /// A file that left its name, watched for late appends.
 struct Watched {
@@ -841,21 +884,43 @@ impl WatchQueues {
 }
 
 /// The watcher thread: checks each file when due, drops it after its last check.
-fn watch_late_appends(receive: &std::sync::mpsc::Receiver<Watched>) {
+fn watch_late_appends(inbox: &Inbox) {
     let mut watched = WatchQueues::default();
+    let mut state = inbox.state.locked();
     loop {
-        let now = std::time::Instant::now();
-        let wait = watched
-            .next_due()
-            .map_or(std::time::Duration::from_secs(60), |due| {
-                due.saturating_duration_since(now)
-            });
-        match receive.recv_timeout(wait) {
-            Ok(new) => watched.push(new),
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+        let arrived = std::mem::take(&mut state.arrived);
+        if !arrived.is_empty() {
+            state.awake = true;
+            drop(state);
+            for file in arrived {
+                watched.push(file);
+            }
+            watched.run_due(std::time::Instant::now());
+            state = inbox.state.locked();
+            continue;
         }
+        // Nothing new: wait for the next check due, or for a file.
+        state.awake = false;
+        state.deadline = watched.next_due();
+        state = match state.deadline {
+            Some(deadline) => {
+                let wait = deadline.saturating_duration_since(std::time::Instant::now());
+                inbox
+                    .wake
+                    .wait_timeout(state, wait)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .0
+            }
+            None => inbox
+                .wake
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        };
+        state.awake = true;
+        state.deadline = None;
+        drop(state);
         watched.run_due(std::time::Instant::now());
+        state = inbox.state.locked();
     }
 }
 

@@ -367,3 +367,22 @@ fn watched_files_move_through_their_checks_in_order_and_are_bounded() {
     }
     assert_eq!(queues.len(), MAX_WATCHED);
 }
+
+#[test]
+fn the_watcher_is_woken_only_when_it_would_look_too_late() {
+    let now = std::time::Instant::now();
+    let soon = now + std::time::Duration::from_millis(20);
+    let later = now + std::time::Duration::from_secs(2);
+    let state = |awake, deadline| InboxState {
+        arrived: Vec::new(),
+        awake,
+        deadline,
+    };
+    // Working: it takes the file before it waits again.
+    assert!(!state(true, None).must_wake_for(Some(soon)));
+    // Waiting for an earlier check (a run of edits): it looks in time by itself.
+    assert!(!state(false, Some(now)).must_wake_for(Some(soon)));
+    // Waiting for nothing, or for a check due after this file's.
+    assert!(state(false, None).must_wake_for(Some(soon)));
+    assert!(state(false, Some(later)).must_wake_for(Some(soon)));
+}
