@@ -1,5 +1,6 @@
-//! Small helpers every room uses: locks that survive a panicking holder, and the system's
-//! randomness, whose failure is an error rather than a string of zeros.
+//! Small helpers every room uses: locks that survive a panicking holder, the system's
+//! randomness, whose failure is an error rather than a string of zeros, and the common ends of
+//! two byte strings.
 
 use std::io;
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -67,6 +68,37 @@ pub fn hex(bytes: &[u8]) -> String {
     out
 }
 
+/// Bytes at the start of `a` and `b` that are the same, compared a block at a time.
+pub fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 64;
+    let n = a.len().min(b.len());
+    let mut at = 0;
+    while at + BLOCK <= n && a[at..at + BLOCK] == b[at..at + BLOCK] {
+        at += BLOCK;
+    }
+    while at < n && a[at] == b[at] {
+        at += 1;
+    }
+    at
+}
+
+/// Bytes at the end of `a` and `b` that are the same.
+pub fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 64;
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
+    let mut shared = 0;
+    while shared + BLOCK <= n
+        && a[n - shared - BLOCK..n - shared] == b[n - shared - BLOCK..n - shared]
+    {
+        shared += BLOCK;
+    }
+    while shared < n && a[n - shared - 1] == b[n - shared - 1] {
+        shared += 1;
+    }
+    shared
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,6 +118,17 @@ mod tests {
         *mutex.locked() += 1;
         *rw.write_locked() += 1;
         assert_eq!((*mutex.locked(), *rw.read_locked()), (2, 3));
+    }
+
+    #[test]
+    fn common_ends() {
+        let long = "abc".repeat(100);
+        let (a, b) = (format!("{long}X{long}"), format!("{long}YZ{long}"));
+        assert_eq!(common_prefix(a.as_bytes(), b.as_bytes()), 300);
+        assert_eq!(common_suffix(a.as_bytes(), b.as_bytes()), 300);
+        assert_eq!(common_prefix(b"same", b"same"), 4);
+        assert_eq!(common_suffix(b"", b"x"), 0);
+        assert_eq!(common_suffix(b"ab", b"b"), 1);
     }
 
     #[test]

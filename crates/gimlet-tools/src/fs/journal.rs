@@ -58,8 +58,8 @@ impl Before {
     /// The content `before` a change that left `after` (`None`: it removed the file).
     pub fn new(before: &[u8], after: Option<&[u8]>) -> Self {
         let after = after.unwrap_or_default();
-        let prefix = common_prefix(before, after);
-        let suffix = common_suffix(&before[prefix..], &after[prefix..]);
+        let prefix = crate::util::common_prefix(before, after);
+        let suffix = crate::util::common_suffix(&before[prefix..], &after[prefix..]);
         Self {
             prefix,
             suffix,
@@ -85,37 +85,6 @@ impl Before {
     pub fn kept(&self) -> usize {
         self.middle.len()
     }
-}
-
-/// Bytes at the start of `a` and `b` that are the same, compared a block at a time.
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    const BLOCK: usize = 64;
-    let n = a.len().min(b.len());
-    let mut at = 0;
-    while at + BLOCK <= n && a[at..at + BLOCK] == b[at..at + BLOCK] {
-        at += BLOCK;
-    }
-    while at < n && a[at] == b[at] {
-        at += 1;
-    }
-    at
-}
-
-/// Bytes at the end of `a` and `b` that are the same.
-fn common_suffix(a: &[u8], b: &[u8]) -> usize {
-    const BLOCK: usize = 64;
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
-    let mut shared = 0;
-    while shared + BLOCK <= n
-        && a[n - shared - BLOCK..n - shared] == b[n - shared - BLOCK..n - shared]
-    {
-        shared += BLOCK;
-    }
-    while shared < n && a[n - shared - 1] == b[n - shared - 1] {
-        shared += 1;
-    }
-    shared
 }
 
 /// The session's journal.

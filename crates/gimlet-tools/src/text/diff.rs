@@ -39,7 +39,40 @@ fn line<'a>(text: &'a str, starts: &[usize], i: usize) -> &'a str {
 
 /// A unified diff of two texts (`\n` breaks), 3 lines of context, each line numbered: context
 /// and added lines by their new number, removed lines by their old one.
+///
+/// The equal runs at both ends are cut away first, byte-wise and at line starts, down to the
+/// lines of context around the change: only what is left is split into lines (an edit of one
+/// line in a 60 KB file looks at a few lines, not 1,800).
 pub(crate) fn render_diff(before: &str, after: &str) -> (String, DiffStats) {
+    let (old, new) = (before.as_bytes(), after.as_bytes());
+    let head = crate::util::common_prefix(old, new);
+    // The start of the line with the first difference, then of the context lines before it.
+    let line_start = |at: usize| memchr::memrchr(b'\n', &old[..at]).map_or(0, |i| i + 1);
+    let changed = line_start(head);
+    let mut start = changed;
+    for _ in 0..CONTEXT {
+        if start == 0 {
+            break;
+        }
+        start = line_start(start - 1);
+    }
+    let skipped = memchr::memchr_iter(b'\n', &old[..start]).count();
+    // The equal tail after the changed line's start: whole lines beyond the context go. The
+    // tail's first line may be part of a changed one; the lines after its first break are
+    // equal lines, the same distance from the end in both texts.
+    let tail = crate::util::common_suffix(&old[changed..], &new[changed..]);
+    let cut = memchr::memchr_iter(b'\n', &old[old.len() - tail..])
+        .nth(CONTEXT)
+        .map_or(0, |i| tail - (i + 1));
+    render_lines(
+        &before[start..before.len() - cut],
+        &after[start..after.len() - cut],
+        skipped,
+    )
+}
+
+/// [`render_diff`] of two texts whose first line is line `offset + 1` of both files.
+fn render_lines(before: &str, after: &str, offset: usize) -> (String, DiffStats) {
     let (old, new) = (line_starts(before), line_starts(after));
     let (old_lines, new_lines) = (old.len() - 1, new.len() - 1);
     let mut prefix = 0;
@@ -61,8 +94,8 @@ pub(crate) fn render_diff(before: &str, after: &str) -> (String, DiffStats) {
     if old_mid + new_mid > MAX_DIFF_LINES {
         let text = format!(
             "@@ -{},{old_mid} +{},{new_mid} @@\n({old_mid} lines replaced by {new_mid} lines; too many to show line by line)\n",
-            prefix + 1,
-            prefix + 1
+            offset + prefix + 1,
+            offset + prefix + 1
         );
         return (
             text,
@@ -78,7 +111,7 @@ pub(crate) fn render_diff(before: &str, after: &str) -> (String, DiffStats) {
     let new_end = (new_lines - suffix + CONTEXT).min(new_lines);
     let before_part = &before[old[first]..old[old_end]];
     let after_part = &after[new[first]..new[new_end]];
-    render_part(before_part, after_part, first)
+    render_part(before_part, after_part, offset + first)
 }
 
 /// Diffs two slices whose first line is line `offset + 1` of both files.
@@ -131,6 +164,35 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
+
+    proptest::proptest! {
+        /// Cutting the equal ends first changes nothing: the diff is the one of the whole texts
+        /// line by line.
+        #[test]
+        fn cutting_the_equal_ends_gives_the_whole_texts_diff(
+            before in proptest::collection::vec(0u8..4, 0..40),
+            edits in proptest::collection::vec((0usize..40, 0usize..4, proptest::collection::vec(0u8..4, 0..6)), 0..4),
+            end_newline in proptest::bool::ANY,
+        ) {
+            // Texts of few distinct lines (repeats make the ends ambiguous), edited in places.
+            let word = |w: &u8| ["x\n", "y\n", "x", "\n"][usize::from(*w)];
+            let mut after = before.clone();
+            for (at, remove, insert) in &edits {
+                let at = (*at).min(after.len());
+                let remove = (*remove).min(after.len() - at);
+                after.splice(at..at + remove, insert.iter().copied());
+            }
+            let text = |words: &[u8]| {
+                let mut text: String = words.iter().map(word).collect();
+                if end_newline && !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                text
+            };
+            let (before, after) = (text(&before), text(&after));
+            proptest::prop_assert_eq!(render_diff(&before, &after), render_lines(&before, &after, 0));
+        }
+    }
 
     #[test]
     fn numbered_unified_diff() {
