@@ -105,7 +105,7 @@ pub(crate) fn load(resolved: ResolvedPath) -> Result<Loaded, ToolError> {
             .map_err(read_error)?;
         let after = file.metadata().map_err(read_error)?;
         if FileId::of(&after) == FileId::of(&before) && bytes.len() as u64 == after.len() {
-            let hash = ContentHash::of(&bytes);
+            let hash = ContentHash::of_loaded(&bytes);
             return Ok(Loaded {
                 ownership: Some(Ownership::of(&after)),
                 hash: Some(hash),

@@ -358,7 +358,7 @@ impl TempFile {
             file,
             name,
             id,
-            hash: ContentHash::of(bytes),
+            hash: ContentHash::of_written(bytes),
         })
     }
 

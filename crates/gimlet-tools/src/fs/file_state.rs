@@ -22,6 +22,37 @@ impl ContentHash {
         Self::from_digest(&Sha256::digest(bytes))
     }
 
+    /// Hashes content being written, and remembers it with its hash (the last content written,
+    /// up to 1 MiB): the next change of the file loads the same bytes, and
+    /// comparing them costs a tenth of hashing them ([`Self::of_loaded`]).
+    pub fn of_written(bytes: &[u8]) -> Self {
+        let hash = Self::of(bytes);
+        if bytes.len() <= REMEMBERED_BYTES {
+            let mut written = WRITTEN.locked();
+            written.bytes.clear();
+            if written.bytes.capacity() > 4 * bytes.len().max(4096) {
+                written.bytes.shrink_to(bytes.len());
+            }
+            written.bytes.extend_from_slice(bytes);
+            written.hash = Some(hash);
+        }
+        hash
+    }
+
+    /// [`Self::of`] for content just read: answered from memory when it is the content this
+    /// process wrote last (compared byte for byte), hashed otherwise.
+    pub fn of_loaded(bytes: &[u8]) -> Self {
+        {
+            let written = WRITTEN.locked();
+            if let Some(hash) = written.hash
+                && written.bytes == bytes
+            {
+                return hash;
+            }
+        }
+        Self::of(bytes)
+    }
+
     /// Takes the first 8 bytes of a SHA-256 digest.
     pub fn from_digest(digest: &[u8]) -> Self {
         let mut short = [0; 8];
@@ -55,6 +86,20 @@ impl fmt::Display for ContentHash {
         f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
     }
 }
+
+/// The largest content [`ContentHash::of_written`] remembers.
+const REMEMBERED_BYTES: usize = 1 << 20;
+
+/// The last content this process wrote, and its hash.
+struct Written {
+    bytes: Vec<u8>,
+    hash: Option<ContentHash>,
+}
+
+static WRITTEN: Mutex<Written> = Mutex::new(Written {
+    bytes: Vec::new(),
+    hash: None,
+});
 
 /// An incremental [`ContentHash`], for hashing a file while streaming it.
 #[derive(Default)]
@@ -127,6 +172,27 @@ mod tests {
         );
         assert_eq!(ContentHash::parse("xyz"), None);
         assert_eq!(ContentHash::parse("zzzzzzzzzzzzzzzz"), None);
+    }
+
+    #[test]
+    fn a_remembered_hash_is_given_only_for_the_same_bytes() {
+        let written = b"fn main() {}\n".repeat(100);
+        assert_eq!(ContentHash::of_written(&written), ContentHash::of(&written));
+        assert_eq!(ContentHash::of_loaded(&written), ContentHash::of(&written));
+        // Same length, one byte different; shorter; longer: hashed.
+        let mut changed = written.clone();
+        changed[700] = b'X';
+        for other in [
+            &changed[..],
+            &written[..10],
+            &[&written[..], b"\n"].concat()[..],
+        ] {
+            assert_eq!(ContentHash::of_loaded(other), ContentHash::of(other));
+        }
+        // Beyond the limit nothing is remembered, and the answer is still the hash.
+        let big = vec![b'a'; REMEMBERED_BYTES + 1];
+        assert_eq!(ContentHash::of_written(&big), ContentHash::of(&big));
+        assert_eq!(ContentHash::of_loaded(&big), ContentHash::of(&big));
     }
 
     #[test]
