@@ -9,8 +9,9 @@
 //!
 //! It then goes in at the last possible moment with `renameat2(RENAME_EXCHANGE)`: the new file
 //! takes the target's name and the file that was there comes out under the temporary name, where
-//! it is checked against what the change was computed from (same inode, size, modification time
-//! and content hash). If another program changed it in the meantime, the two are swapped back
+//! it is checked against what the change was computed from (same inode, size and modification
+//! time, and the same content: compared with the loaded bytes where the caller has them, by hash
+//! otherwise). If another program changed it in the meantime, the two are swapped back
 //! and the change is refused as stale: every outside change ends up in the final file or in a
 //! refusal. A new file is linked in with no-replace semantics, so a file created meanwhile is
 //! never overwritten. The directory is fsynced after.
