@@ -37,6 +37,7 @@ use rustix::io::Errno;
 
 use super::file_state::{ContentHash, Hasher};
 use super::paths::{Location, PathError, ResolvedPath, file_kind, open_beneath};
+use super::spares;
 
 use crate::util::MutexExt as _;
 
@@ -293,6 +294,21 @@ thread_local! {
     pub(super) static FORCE_NAMED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Makes this thread's writes use (and note folders for) spare temporaries; off in the
+    /// other tests, which would otherwise share the few folders kept.
+    pub(super) static USE_SPARES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether writes use spare temporaries ([`spares`]).
+fn spares_enabled() -> bool {
+    #[cfg(test)]
+    return USE_SPARES.with(std::cell::Cell::get);
+    #[cfg(not(test))]
+    true
+}
+
 /// Whether `/proc/self/fd` is there to give an unnamed file a name.
 fn proc_fd_available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
@@ -317,7 +333,15 @@ impl TempFile {
         let named_only = FORCE_NAMED.with(std::cell::Cell::get);
         #[cfg(not(test))]
         let named_only = false;
-        let unnamed = if proc_fd_available() && !named_only {
+        // Replacing a file: a spare made ahead in this folder saves finding an inode now.
+        let spare = if own.is_some() && proc_fd_available() && !named_only && spares_enabled() {
+            spares::take(dir)
+        } else {
+            None
+        };
+        let unnamed = if spare.is_some() {
+            spare
+        } else if proc_fd_available() && !named_only {
             match rustix::fs::openat(
                 dir,
                 ".",
@@ -887,6 +911,8 @@ impl WatchQueues {
 /// The watcher thread: checks each file when due, drops it after its last check.
 fn watch_late_appends(inbox: &Inbox) {
     let mut watched = WatchQueues::default();
+    // When the folders kept for spare temporaries are next due to go.
+    let mut spares_due = None;
     let mut state = inbox.state.locked();
     loop {
         let arrived = std::mem::take(&mut state.arrived);
@@ -896,13 +922,19 @@ fn watch_late_appends(inbox: &Inbox) {
             for file in arrived {
                 watched.push(file);
             }
-            watched.run_due(std::time::Instant::now());
+            let now = std::time::Instant::now();
+            watched.run_due(now);
+            // Awake anyway: the spares the last writes took are made again now.
+            spares_due = spares::top_up(now);
             state = inbox.state.locked();
             continue;
         }
         // Nothing new: wait for the next check due, or for a file.
         state.awake = false;
-        state.deadline = watched.next_due();
+        state.deadline = match (watched.next_due(), spares_due) {
+            (Some(check), Some(spares)) => Some(check.min(spares)),
+            (check, spares) => check.or(spares),
+        };
         state = match state.deadline {
             Some(deadline) => {
                 let wait = deadline.saturating_duration_since(std::time::Instant::now());
@@ -920,7 +952,9 @@ fn watch_late_appends(inbox: &Inbox) {
         state.awake = true;
         state.deadline = None;
         drop(state);
-        watched.run_due(std::time::Instant::now());
+        let now = std::time::Instant::now();
+        watched.run_due(now);
+        spares_due = spares::top_up(now);
         state = inbox.state.locked();
     }
 }

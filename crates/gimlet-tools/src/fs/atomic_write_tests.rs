@@ -386,3 +386,83 @@ fn the_watcher_is_woken_only_when_it_would_look_too_late() {
     assert!(state(false, None).must_wake_for(Some(soon)));
     assert!(state(false, Some(later)).must_wake_for(Some(soon)));
 }
+
+/// Spare temporaries are shared by the whole process: their tests take turns.
+static SPARE_TESTS: Mutex<()> = Mutex::new(());
+
+fn open_dir(path: &std::path::Path) -> OwnedFd {
+    rustix::fs::open(path, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap()
+}
+
+fn ino(path: &std::path::Path) -> u64 {
+    std::fs::metadata(path).unwrap().ino()
+}
+
+#[test]
+fn a_replacement_takes_a_spare_made_ahead_in_its_folder() {
+    let _turn = SPARE_TESTS.locked();
+    USE_SPARES.with(|s| s.set(true));
+    let ws = TestWorkspace::new();
+    let dir = open_dir(&ws.root());
+    let path = ws.write("a.txt", "one\n");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+    // The first write notes the folder; the watcher (here called directly) makes spares.
+    write_checked(&resolve(&ws, "a.txt"), b"two\n", None, &expected_of(&path)).unwrap();
+    spares::top_up(std::time::Instant::now());
+    let spares_before = spares::held(&dir);
+    assert!(!spares_before.is_empty());
+    write_checked(
+        &resolve(&ws, "a.txt"),
+        b"three\n",
+        None,
+        &expected_of(&path),
+    )
+    .unwrap();
+    // The file is now one of the spares, with its content, mode and no debris.
+    assert!(spares_before.contains(&ino(&path)), "{spares_before:?}");
+    assert!(!spares::held(&dir).contains(&ino(&path)));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "three\n");
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777,
+        0o640
+    );
+    assert!(leftovers(&ws).is_empty(), "{:?}", leftovers(&ws));
+    // A stale write still refuses, and the spare it took does not show.
+    let expected = expected_of(&path);
+    std::fs::write(&path, "outside\n").unwrap();
+    spares::top_up(std::time::Instant::now());
+    assert!(write_checked(&resolve(&ws, "a.txt"), b"x", None, &expected).is_err());
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "outside\n");
+    assert!(leftovers(&ws).is_empty(), "{:?}", leftovers(&ws));
+    USE_SPARES.with(|s| s.set(false));
+}
+
+#[test]
+fn spares_serve_only_replacements_in_their_own_folder_and_go_when_unused() {
+    let _turn = SPARE_TESTS.locked();
+    USE_SPARES.with(|s| s.set(true));
+    let ws = TestWorkspace::new();
+    let dir = open_dir(&ws.root());
+    let path = ws.write("a.txt", "one\n");
+    let other = ws.write("sub/b.txt", "one\n");
+    write_checked(&resolve(&ws, "a.txt"), b"two\n", None, &expected_of(&path)).unwrap();
+    spares::top_up(std::time::Instant::now());
+    let spares_before = spares::held(&dir);
+    assert!(!spares_before.is_empty());
+    // A new file starts with its own mode and is made for it; another folder has its own.
+    write_checked(&resolve(&ws, "new.txt"), b"n", None, &Expected::Absent).unwrap();
+    write_checked(
+        &resolve(&ws, "sub/b.txt"),
+        b"two\n",
+        None,
+        &expected_of(&other),
+    )
+    .unwrap();
+    assert!(!spares_before.contains(&ino(&ws.root().join("new.txt"))));
+    assert!(!spares_before.contains(&ino(&other)));
+    assert_eq!(spares::held(&dir), spares_before);
+    // A folder not written for a while lets its spares go.
+    spares::top_up(std::time::Instant::now() + spares::KEEP);
+    assert!(spares::held(&dir).is_empty());
+    USE_SPARES.with(|s| s.set(false));
+}

@@ -7,6 +7,7 @@ mod journal;
 mod locks;
 pub mod nowait;
 mod paths;
+mod spares;
 mod suggest;
 
 pub use atomic_write::{
