@@ -3,9 +3,11 @@
 //!
 //! A write creates its temporary file next to the target as an unnamed file (`O_TMPFILE`), so
 //! a crash while it fills leaves nothing behind; where the file system cannot, it falls back to
-//! a named `.NAME.gimlet-<id>.tmp` with `O_EXCL`. The temporary file gets the target's owner and
-//! mode *before* any byte is written (a 0600 file's content is never readable by others), is
-//! filled and fsynced, and holds an `flock` for as long as its writer lives.
+//! a named `.NAME.gimlet-<id>.tmp` with `O_EXCL`. A replacement takes an unnamed file made
+//! ahead of time in the same folder when there is one ([`spares`](super::spares)). The
+//! temporary file gets the target's owner and mode *before* any byte is written (a 0600 file's
+//! content is never readable by others), is filled and fsynced, and holds an `flock` for as
+//! long as its writer lives.
 //!
 //! It then goes in at the last possible moment with `renameat2(RENAME_EXCHANGE)`: the new file
 //! takes the target's name and the file that was there comes out under the temporary name, where
