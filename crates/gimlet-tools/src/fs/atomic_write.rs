@@ -4,7 +4,7 @@
 //! A write creates its temporary file next to the target as an unnamed file (`O_TMPFILE`), so
 //! a crash while it fills leaves nothing behind; where the file system cannot, it falls back to
 //! a named `.NAME.gimlet-<id>.tmp` with `O_EXCL`. A replacement takes an unnamed file made
-//! ahead of time in the same folder when there is one ([`spares`](super::spares)). The
+//! ahead of time in the same folder when there is one ([`spares`]). The
 //! temporary file gets the target's owner and mode *before* any byte is written (a 0600 file's
 //! content is never readable by others), is filled and fsynced, and holds an `flock` for as
 //! long as its writer lives.

@@ -1,9 +1,9 @@
 //! Stages 4 and 8: running the hooks that watch, veto or rewrite calls.
 //!
-//! A [`Hook`] ([`crate::hook`]) is matched by tool name (and whatever else it checks on the input). `before`
-//! hooks run after the permission stage: they can block the call, replace its input (the new
-//! input is parsed, validated and judged again) or ask the user. `after` hooks can replace the
-//! output. A hook that fails is logged and skipped: hooks are reported, never fatal.
+//! A [`Hook`] ([`crate::context::hook`]) is matched by tool name (and whatever else it checks
+//! on the input). `before` hooks run after the permission stage: they can block the call,
+//! replace its input (the new input is parsed, validated and judged again) or ask the user.
+//! `after` hooks can replace the output. A hook that fails is logged and skipped: hooks are reported, never fatal.
 
 use serde_json::Value;
 
