@@ -205,8 +205,23 @@ pub(crate) fn commit(
     loaded: &Loaded,
     new: Option<&[u8]>,
 ) -> Result<Option<ContentHash>, ToolError> {
+    commit_meanwhile(ctx, tool, change, loaded, new, &mut || {})
+}
+
+/// [`commit`], running `meanwhile` while the new content goes to the disk (see
+/// [`write_checked_against`]): the caller's diff, for one, costs no time there.
+pub(crate) fn commit_meanwhile(
+    ctx: &ToolContext,
+    tool: &str,
+    change: u64,
+    loaded: &Loaded,
+    new: Option<&[u8]>,
+    meanwhile: &mut dyn FnMut(),
+) -> Result<Option<ContentHash>, ToolError> {
     let path = &loaded.resolved.path;
     ctx.record_change(path, loaded.bytes.as_deref());
+    // What the journal keeps of the old content, also worked out while the new one is written.
+    let mut before = None;
     let after = match new {
         Some(bytes) => {
             // The hash of what was written, computed once, as it was written.
@@ -216,6 +231,10 @@ pub(crate) fn commit(
                 loaded.ownership,
                 &loaded.expected(),
                 loaded.bytes.as_deref(),
+                &mut || {
+                    before = loaded.bytes.as_deref().map(|b| Before::new(b, new));
+                    meanwhile();
+                },
             )?;
             ctx.session().files().record(
                 path,
@@ -239,7 +258,7 @@ pub(crate) fn commit(
         tool: tool.to_owned(),
         path: path.clone(),
         display: loaded.resolved.display(),
-        before: loaded.bytes.as_deref().map(|b| Before::new(b, new)),
+        before: before.or_else(|| loaded.bytes.as_deref().map(|b| Before::new(b, new))),
         ownership: loaded.ownership,
         after,
     });

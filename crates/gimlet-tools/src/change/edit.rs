@@ -7,10 +7,12 @@ use serde::Serialize;
 use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::fs::{Journal, create_parents};
-use crate::text::{Document, EditSpec, MatchError, MatchLevel, apply_edits, render_diff};
+use crate::text::{
+    DiffStats, Document, EditSpec, MatchError, MatchLevel, apply_edits, render_diff,
+};
 use crate::vocab::ToolOutput;
 
-use super::{Loaded, check_fresh, commit, load};
+use super::{Loaded, check_fresh, commit_meanwhile, load};
 
 /// One edit, owned (for moving into blocking work).
 #[derive(Debug, Clone)]
@@ -145,28 +147,39 @@ pub(crate) async fn edit_file(
             create_parents(&planned.loaded.resolved)?;
         }
         let change = ctx.session().state::<Journal>().begin();
-        let hash = commit(
+        // The diff is rendered while the new content goes to the disk.
+        let mut diff = None;
+        let hash = commit_meanwhile(
             &ctx,
             tool,
             change,
             &planned.loaded,
             Some(planned.after.original().as_bytes()),
+            &mut || diff = Some(planned.diff()),
         )?;
-        Ok(report(&planned, hash, created))
+        Ok(report(&planned, hash, created, diff))
     })
     .await
 }
 
-/// The result: a summary line, then the diff.
+impl Planned {
+    /// The diff the change makes, and its counts.
+    fn diff(&self) -> (String, DiffStats) {
+        let before = self.before.as_ref().map_or("", Document::normalized);
+        render_diff(before, self.after.normalized())
+    }
+}
+
+/// The result: a summary line, then the diff (`diff`, if rendered already).
 pub(crate) fn report(
     planned: &Planned,
     hash: Option<crate::fs::ContentHash>,
     created: bool,
+    diff: Option<(String, DiffStats)>,
 ) -> ToolOutput {
     let display = planned.loaded.resolved.display();
     let after = &planned.after;
-    let before = planned.before.as_ref().map_or("", Document::normalized);
-    let (diff, stats) = render_diff(before, after.normalized());
+    let (diff, stats) = diff.unwrap_or_else(|| planned.diff());
     let hash_text = hash.map_or_else(String::new, |h| h.to_string());
     let levels: Vec<&str> = planned.levels.iter().map(|l| l.describe()).collect();
     let mut distinct = levels.clone();

@@ -320,13 +320,14 @@ fn proc_fd_available() -> bool {
 impl TempFile {
     /// Creates, owns, fills and fsyncs a temporary file in `dir` for `target`. `own` is the
     /// final owner and mode (`None` for a new file: 0644 minus the umask). `kind` names the
-    /// fallback (`tmp` or `txn`).
+    /// fallback (`tmp` or `txn`). `meanwhile` runs while the bytes go to the disk.
     pub(super) fn create(
         dir: &OwnedFd,
         target: &OsStr,
         bytes: &[u8],
         own: Option<Ownership>,
         kind: &str,
+        meanwhile: &mut dyn FnMut(),
     ) -> std::io::Result<Self> {
         // An existing file's temporary starts private, and gets its final owner and mode before
         // any byte goes in; a new file's starts with its final mode.
@@ -374,7 +375,12 @@ impl TempFile {
         // Held until the writer ends: a sweep leaves a locked temporary alone.
         rustix::fs::flock(&fd, FlockOperation::LockExclusive)?;
         let mut file = File::from(fd);
-        let filled = fill(&mut file, bytes, own);
+        // The hash of what is written is computed while it is written.
+        let mut hash = None;
+        let filled = fill(&mut file, bytes, own, &mut || {
+            hash = Some(ContentHash::of_written(bytes));
+            meanwhile();
+        });
         if let (Err(err), Some(name)) = (&filled, &name) {
             let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
             return Err(std::io::Error::new(err.kind(), err.to_string()));
@@ -385,7 +391,7 @@ impl TempFile {
             file,
             name,
             id,
-            hash: ContentHash::of_written(bytes),
+            hash: hash.unwrap_or_else(|| ContentHash::of_written(bytes)),
         })
     }
 
@@ -417,9 +423,21 @@ impl TempFile {
     }
 }
 
+/// Files up to this size get their writeback started before [`fill`]'s `meanwhile` runs.
+const STARTED_WRITEBACK_MAX: usize = 1024 * 1024;
+
 /// Owner and mode first (chown clears set-id bits), then the bytes, then the set-id bits again
-/// (a write clears them), then fsync.
-fn fill(file: &mut File, bytes: &[u8], own: Option<Ownership>) -> std::io::Result<()> {
+/// (a write clears them), then fsync. `meanwhile` runs between the write and the fsync, while
+/// the bytes go to the disk: the kernel is asked to start writing them back at once
+/// (`POSIX_FADV_DONTNEED`, which starts the writeback of dirty pages and drops only clean ones:
+/// pages under writeback stay), so the work done meanwhile no longer adds to the fsync's wait.
+/// A file system without writeback (a memory one) ignores the advice.
+fn fill(
+    file: &mut File,
+    bytes: &[u8],
+    own: Option<Ownership>,
+    meanwhile: &mut dyn FnMut(),
+) -> std::io::Result<()> {
     if let Some(own) = own {
         let _ = rustix::fs::fchown(
             file.as_fd(),
@@ -429,6 +447,11 @@ fn fill(file: &mut File, bytes: &[u8], own: Option<Ownership>) -> std::io::Resul
         rustix::fs::fchmod(file.as_fd(), Mode::from_raw_mode(own.mode & 0o1777))?;
     }
     file.write_all(bytes)?;
+    if bytes.len() <= STARTED_WRITEBACK_MAX {
+        // A hint: whatever it does, the fsync below makes the file durable.
+        let _ = rustix::fs::fadvise(file.as_fd(), 0, None, rustix::fs::Advice::DontNeed);
+    }
+    meanwhile();
     if let Some(own) = own
         && own.mode & 0o6000 != 0
     {
@@ -550,18 +573,21 @@ pub fn write_checked(
     keep: Option<Ownership>,
     expected: &Expected,
 ) -> Result<(std::fs::Metadata, ContentHash), WriteError> {
-    write_checked_against(resolved, bytes, keep, expected, None)
+    write_checked_against(resolved, bytes, keep, expected, None, &mut || {})
 }
 
 /// [`write_checked`], for a caller that holds the content `expected` describes (`was`, the
 /// file as it was loaded): the file that comes out of the swap is compared with it byte for
-/// byte, which is faster than hashing it again.
+/// byte, which is faster than hashing it again. `meanwhile` is run while the new content goes
+/// to the disk, before it is in place: work for the answer that does not need the write done
+/// (a diff) costs no time there. It runs once, or not at all if the write fails before.
 pub fn write_checked_against(
     resolved: &ResolvedPath,
     bytes: &[u8],
     keep: Option<Ownership>,
     expected: &Expected,
     was: Option<&[u8]>,
+    meanwhile: &mut dyn FnMut(),
 ) -> Result<(std::fs::Metadata, ContentHash), WriteError> {
     let (dir, name) = open_parent_dir(resolved)?;
     let existing = inspect_target(&dir, &name, resolved)?;
@@ -582,7 +608,7 @@ pub fn write_checked_against(
             gid: s.st_gid,
         })
     });
-    let mut temp = TempFile::create(&dir, &name, bytes, ownership, "tmp").map_err(io)?;
+    let mut temp = TempFile::create(&dir, &name, bytes, ownership, "tmp", meanwhile).map_err(io)?;
     let result = if existing.is_none() {
         // A new file: linked in under its name, never over one created meanwhile.
         match temp.link_as(&dir, &name) {

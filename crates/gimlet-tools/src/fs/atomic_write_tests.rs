@@ -120,8 +120,15 @@ fn temporaries_have_the_final_owner_and_mode_before_any_byte() {
             uid: rustix::process::getuid().as_raw(),
             gid: rustix::process::getgid().as_raw(),
         };
-        let mut temp =
-            TempFile::create(&dir, OsStr::new("f.txt"), b"secret", Some(own), "tmp").unwrap();
+        let mut temp = TempFile::create(
+            &dir,
+            OsStr::new("f.txt"),
+            b"secret",
+            Some(own),
+            "tmp",
+            &mut || {},
+        )
+        .unwrap();
         let meta = temp.file.metadata().unwrap();
         assert_eq!(meta.mode() & 0o7777, mode, "{mode:o}");
         assert_eq!(meta.len(), 6);
@@ -200,8 +207,15 @@ fn a_rewrite_in_place_with_the_time_put_back_is_caught_by_the_content() {
     );
     // Checked by hash, and by comparison with the content the caller loaded: both refuse.
     for was in [None, Some(&b"one\n"[..])] {
-        let err = write_checked_against(&resolve(&ws, "same.txt"), b"mine\n", None, &expected, was)
-            .unwrap_err();
+        let err = write_checked_against(
+            &resolve(&ws, "same.txt"),
+            b"mine\n",
+            None,
+            &expected,
+            was,
+            &mut || {},
+        )
+        .unwrap_err();
         assert!(matches!(err, WriteError::Changed { .. }), "{err}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "two\n");
     }
@@ -214,18 +228,23 @@ fn a_rewrite_in_place_with_the_time_put_back_is_caught_by_the_content() {
         None,
         &expected,
         Some(b"TWO\n"),
+        &mut || {},
     )
     .unwrap_err();
     assert!(matches!(err, WriteError::Changed { .. }), "{err}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "two\n");
+    // What the caller does meanwhile runs once, before the new content is in place.
+    let mut seen_meanwhile = Vec::new();
     write_checked_against(
         &resolve(&ws, "same.txt"),
         b"mine\n",
         None,
         &expected,
         Some(b"two\n"),
+        &mut || seen_meanwhile.push(std::fs::read_to_string(&path).unwrap()),
     )
     .unwrap();
+    assert_eq!(seen_meanwhile, ["two\n"]);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "mine\n");
     assert!(leftovers(&ws).is_empty());
 }

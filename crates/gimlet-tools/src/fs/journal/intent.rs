@@ -253,8 +253,15 @@ fn stage(step: &Step<'_>) -> Result<Staged, WriteError> {
                 check_writable(&staged, resolved)?;
             }
             let ownership = keep.or_else(|| existing_ownership(&staged));
-            let temp =
-                TempFile::create(&staged.dir, &staged.name, bytes, ownership, "txn").map_err(io)?;
+            let temp = TempFile::create(
+                &staged.dir,
+                &staged.name,
+                bytes,
+                ownership,
+                "txn",
+                &mut || {},
+            )
+            .map_err(io)?;
             let aside = temp
                 .name
                 .clone()
