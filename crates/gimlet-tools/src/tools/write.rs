@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::change::edit::{ChangeResult, preview_text};
-use crate::change::{Loaded, check_fresh, commit, load};
+use crate::change::{Loaded, check_fresh, commit_meanwhile, load};
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::fs::{Journal, create_parents};
@@ -107,16 +107,20 @@ impl Tool for WriteTool {
                 create_parents(&loaded.resolved)?;
             }
             let change = ctx.session().state::<Journal>().begin();
-            let hash = commit(
+            let after_doc = Document::from_text(after);
+            // The diff is rendered while the new content goes to the disk.
+            let mut diff = None;
+            let hash = commit_meanwhile(
                 &ctx,
                 WriteTool::NAME,
                 change,
                 &loaded,
-                Some(after.as_bytes()),
+                Some(after_doc.original().as_bytes()),
+                &mut || diff = Some(render_diff(&before, after_doc.normalized())),
             )?;
             let hash = hash.map(|h| h.to_string()).unwrap_or_default();
-            let after_doc = Document::from_text(after);
-            let (diff, stats) = render_diff(&before, after_doc.normalized());
+            let (diff, stats) =
+                diff.unwrap_or_else(|| render_diff(&before, after_doc.normalized()));
             let lines = after_doc.normalized().lines().count();
             let bytes = after_doc.original().len();
             let size = format!(
