@@ -1099,13 +1099,10 @@ const MAX_SWEPT: usize = 10_000;
 
 /// Sweeps `dir` (at `path`) the first time this process writes there.
 pub(super) fn sweep_once(dir: &OwnedFd, path: &std::path::Path) {
-    let Ok(fd) = rustix::io::dup(dir) else {
+    let Ok(stat) = rustix::fs::fstat(dir) else {
         return;
     };
-    let Ok(meta) = File::from(fd).metadata() else {
-        return;
-    };
-    let key = (path.to_path_buf(), meta.dev(), meta.ino());
+    let key = (path.to_path_buf(), stat.st_dev, stat.st_ino);
     let first = {
         let mut swept = SWEPT.locked();
         let swept = swept.get_or_insert_with(HashSet::new);
