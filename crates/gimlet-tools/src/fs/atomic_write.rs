@@ -4,10 +4,11 @@
 //! A write creates its temporary file next to the target as an unnamed file (`O_TMPFILE`), so
 //! a crash while it fills leaves nothing behind; where the file system cannot, it falls back to
 //! a named `.NAME.gimlet-<id>.tmp` with `O_EXCL`. A replacement takes an unnamed file made
-//! ahead of time in the same folder when there is one ([`spares`]). The
-//! temporary file gets the target's owner and mode *before* any byte is written (a 0600 file's
-//! content is never readable by others), is filled and fsynced, and holds an `flock` for as
-//! long as its writer lives.
+//! ahead of time in the same folder when there is one ([`spares`]). The temporary file gets the
+//! target's owner and mode *before* any byte is written (a 0600 file's content is never
+//! readable by others), is filled and fsynced, and holds an `flock` for as long as its writer
+//! lives. Work that does not need the write done (the hash of the new content, the caller's
+//! diff) runs between the write and the fsync, with the writeback already started.
 //!
 //! It then goes in at the last possible moment with `renameat2(RENAME_EXCHANGE)`: the new file
 //! takes the target's name and the file that was there comes out under the temporary name, where
