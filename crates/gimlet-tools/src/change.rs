@@ -311,7 +311,8 @@ pub(crate) fn commit_files(
         ctx.record_change(path, loaded.bytes.as_deref());
         match new {
             Some(bytes) => {
-                let hash = ContentHash::of(bytes);
+                // The last file written is remembered with its hash: no second hashing.
+                let hash = ContentHash::of_loaded(bytes);
                 ctx.session().files().record(
                     path,
                     FileStamp {

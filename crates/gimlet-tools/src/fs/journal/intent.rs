@@ -271,7 +271,8 @@ fn stage(step: &Step<'_>) -> Result<Staged, WriteError> {
                 staged.old_aside = Some(aside);
                 staged.old_fallback = Some(temp_name(&staged.name, "txn"));
             }
-            staged.new_hash = Some(ContentHash::of(bytes));
+            // Hashed once, as it was written.
+            staged.new_hash = Some(temp.hash);
             staged.temp = Some(temp);
         }
         Step::Remove { .. } => {
