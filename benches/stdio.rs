@@ -8,7 +8,8 @@
 //! - the same for a no-op MCP server on rmcp (this benchmark re-run as the server, [`floor_server`]):
 //!   the floor any MCP server on rmcp pays, answering the same text without touching a file;
 //! - calls/s with 16 calls kept in flight, gimlet against the no-op server;
-//! - `edit` of a 60 KB file, against the no-op server answering the same request;
+//! - `edit` of a 60 KB file, back to back and one every 50 ms (as hosts send them), against the
+//!   no-op server answering the same request;
 //! - the server's memory (resident set) at rest, at its peak over a workload of every kind of
 //!   call including 10 MiB reads with raised output limits, and a second after
 //!   (`cargo bench --bench stdio -- memory` runs only this);
@@ -803,10 +804,11 @@ fn edits(root: &std::path::Path, data: &std::path::Path, place: &str) {
             "new_string": format!("const MARKER: u32 = {to};")}})
     };
     let (forth, back) = (edit("0", "1"), edit("1", "0"));
-    let timed = |server: &mut Server, n: usize| {
+    let timed_every = |server: &mut Server, n: usize, gap: Duration| {
         let cpu_before = server.cpu();
         let mut latencies = Vec::with_capacity(n);
         for i in 0..n {
+            pause(gap);
             let call = if i % 2 == 0 { &forth } else { &back };
             let started = Instant::now();
             server.call(call);
@@ -817,16 +819,20 @@ fn edits(root: &std::path::Path, data: &std::path::Path, place: &str) {
         latencies.sort();
         (latencies, us(cpu) / n as f64)
     };
+    let timed = |server: &mut Server, n: usize| timed_every(server, n, Duration::ZERO);
     timed(&mut server, 100);
     let (latencies, cpu) = timed(&mut server, EDITS);
+    let (paced, paced_cpu) = timed_every(&mut server, PACED, PACE);
     server.stop();
     let answer_file = tempfile::NamedTempFile::new().unwrap();
     let mut floor = Server::spawn_floor(answer_file.path());
     floor.initialize();
     timed(&mut floor, 100);
     let (floor_latencies, floor_cpu) = timed(&mut floor, EDITS);
+    let (floor_paced, floor_paced_cpu) = timed_every(&mut floor, PACED, PACE);
     floor.stop();
-    let durable = durable_replaces(root, EDITS);
+    let durable = durable_replaces(root, EDITS, Duration::ZERO);
+    let durable_paced = durable_replaces(root, PACED, PACE);
     println!(
         "\n`edit` of a {} KB file in {place}, {EDITS} times one after another",
         edit_text().len() / 1000
@@ -841,18 +847,46 @@ fn edits(root: &std::path::Path, data: &std::path::Path, place: &str) {
         true,
     );
     println!("server CPU per call: gimlet {cpu:.1} µs, no-op server {floor_cpu:.1} µs");
+    println!(
+        "\nThe same, {PACED} times, one every {} ms (as a host sends them: the machine idles in \
+         between)",
+        PACE.as_millis()
+    );
+    println!("| measure | median | p10 | p90 |");
+    println!("|---|---|---|---|");
+    row("gimlet `edit` (client-observed)", &paced, true);
+    row("no-op rmcp server, same request", &floor_paced, true);
+    row("the file's durable replacement alone", &durable_paced, true);
+    println!("server CPU per call: gimlet {paced_cpu:.1} µs, no-op server {floor_paced_cpu:.1} µs");
+}
+
+/// Edits measured again one at a time with a pause before each, as hosts send them.
+const PACED: usize = 200;
+/// The pause before each of those edits.
+const PACE: Duration = Duration::from_millis(50);
+
+/// Waits `gap` (nothing for zero).
+fn pause(gap: Duration) {
+    let until = Instant::now() + gap;
+    while let Some(left) = until.checked_duration_since(Instant::now()) {
+        if left.is_zero() {
+            break;
+        }
+        std::thread::park_timeout(left);
+    }
 }
 
 /// The least a durable replacement of the edited file costs on this file system, done by this
 /// process: write a temporary file next to it, fsync it, rename it over the file, fsync the
-/// folder. Sorted times of `n` replacements.
-fn durable_replaces(root: &std::path::Path, n: usize) -> Vec<Duration> {
+/// folder. Sorted times of `n` replacements, each after a pause of `gap`.
+fn durable_replaces(root: &std::path::Path, n: usize, gap: Duration) -> Vec<Duration> {
     let dir = root.join("durable");
     std::fs::create_dir_all(&dir).unwrap();
     let folder = std::fs::File::open(&dir).unwrap();
     let (one, other) = (edit_text(), edit_text().replace("= 0;", "= 1;"));
     let mut times = Vec::with_capacity(n);
     for i in 0..n {
+        pause(gap);
         let started = Instant::now();
         let temp = dir.join(".big.txt.tmp");
         let mut file = std::fs::File::create(&temp).unwrap();
