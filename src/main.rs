@@ -40,6 +40,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // No descriptor the server (or the helper) inherited may reach what it starts.
+    gimlet_tools::sandbox::close_inherited_on_exec();
     // `gimlet __exec PLAN` is the command helper (see gimlet_tools::sandbox), not the CLI.
     let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if raw

@@ -822,6 +822,45 @@ async fn commands_see_only_their_own_processes() {
     }
 }
 
+#[tokio::test]
+async fn commands_inherit_no_handle_of_the_server() {
+    // A descriptor the server inherits, not close-on-exec, as from a host that leaks them.
+    let leaked = rustix::io::dup(std::fs::File::open("/dev/null").unwrap()).unwrap();
+    for user in users() {
+        let lab = Lab::start(user).await;
+        // Edits leave the server holding files in the root: spare temporaries, the replaced
+        // files watched for late appends, the folders they are in.
+        lab.setup("printf 'one\\n' > edited.txt");
+        let read = lab.gimlet.call("read", json!({"path": "edited.txt"})).await;
+        assert_ne!(read.is_error, Some(true), "{user:?}: {}", text(&read));
+        for (from, to) in [("one", "two"), ("two", "three")] {
+            let edit = lab
+                .gimlet
+                .call(
+                    "edit",
+                    json!({"path": "edited.txt", "old_string": from, "new_string": to}),
+                )
+                .await;
+            assert_ne!(edit.is_error, Some(true), "{user:?}: {}", text(&edit));
+        }
+        // Every descriptor the command's shell has (listed by `ls`, which it waits for): only
+        // its standard streams.
+        let said = lab.bash("ls -l /proc/$$/fd; true").await;
+        let held: Vec<&str> = said
+            .lines()
+            .filter(|l| l.contains(" -> "))
+            .filter_map(|l| l.split(" -> ").next()?.split_whitespace().last())
+            .filter(|fd| fd.parse::<u32>().is_ok())
+            .collect();
+        assert!(
+            held == ["0", "1", "2"],
+            "{user:?}: the command holds the server's handles: {said}"
+        );
+        lab.stop().await;
+    }
+    drop(leaked);
+}
+
 // ---------------------------------------------------------------------------------------
 // 4. Trusted mode keeps the roots.
 // ---------------------------------------------------------------------------------------

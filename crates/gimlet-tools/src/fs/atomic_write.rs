@@ -763,7 +763,7 @@ pub(super) fn keep_late_appends(
     len: u64,
     hash: ContentHash,
 ) {
-    let Ok(dir) = rustix::io::dup(dir) else {
+    let Ok(dir) = rustix::io::fcntl_dupfd_cloexec(dir, 0) else {
         return;
     };
     let mut watched = Watched {

@@ -485,3 +485,38 @@ fn spares_serve_only_replacements_in_their_own_folder_and_go_when_unused() {
     assert!(spares::held(&dir).is_empty());
     USE_SPARES.with(|s| s.set(false));
 }
+
+#[test]
+fn the_handles_a_write_keeps_close_on_exec() {
+    let ws = TestWorkspace::new();
+    let path = ws.write("a.txt", "one\n");
+    write_checked(&resolve(&ws, "a.txt"), b"two\n", None, &expected_of(&path)).unwrap();
+    // The late-append watcher now holds the folder and the replaced file for two seconds; a
+    // program the server starts meanwhile (a hook, a language server) must not get them.
+    let root = std::fs::canonicalize(ws.root()).unwrap();
+    let mut held = Vec::new();
+    for entry in std::fs::read_dir("/proc/self/fd").unwrap() {
+        let entry = entry.unwrap();
+        let Ok(target) = std::fs::read_link(entry.path()) else {
+            continue;
+        };
+        if !target.starts_with(&root) {
+            continue;
+        }
+        let info = std::fs::read_to_string(format!(
+            "/proc/self/fdinfo/{}",
+            entry.file_name().to_string_lossy()
+        ))
+        .unwrap_or_default();
+        let Some(flags) = info
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+        else {
+            continue;
+        };
+        held.push((target, flags & 0o2_000_000 != 0));
+    }
+    assert!(!held.is_empty(), "the watcher holds nothing here");
+    assert!(held.iter().all(|(_, cloexec)| *cloexec), "{held:?}");
+}

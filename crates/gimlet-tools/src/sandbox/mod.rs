@@ -361,6 +361,14 @@ pub fn shield_process() -> std::io::Result<()> {
         .map_err(Into::into)
 }
 
+/// Marks every file descriptor this process inherited, beyond the standard three, to close on
+/// `exec`, so that none reaches a command, a hook or a language server. Whatever started the
+/// server may have left some open (a host's pipes, a build tool's job server); gimlet's own
+/// are all opened close-on-exec. Call it first thing in `main`, before any thread starts.
+pub fn close_inherited_on_exec() {
+    close_fds::set_fds_cloexec_threadsafe(3, &[]);
+}
+
 /// The helper's arguments for a plan.
 pub fn helper_args(plan: &HelperPlan) -> Vec<OsString> {
     vec![
