@@ -417,61 +417,78 @@ fn ino(path: &std::path::Path) -> u64 {
     std::fs::metadata(path).unwrap().ino()
 }
 
+/// A workspace whose folder has spare temporaries: `a.txt` (mode 0640) written once, then the
+/// watcher's work done (here called directly). Holds the spare tests' turn; this thread's
+/// writes use spares until it goes.
+struct SpareLab {
+    ws: TestWorkspace,
+    dir: OwnedFd,
+    path: std::path::PathBuf,
+    spares: Vec<u64>,
+    _turn: std::sync::MutexGuard<'static, ()>,
+}
+
+impl SpareLab {
+    fn new() -> Self {
+        let turn = SPARE_TESTS.locked();
+        USE_SPARES.with(|s| s.set(true));
+        let ws = TestWorkspace::new();
+        let dir = open_dir(&ws.root());
+        let path = ws.write("a.txt", "one\n");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        // The first write notes the folder; the watcher makes spares.
+        write_checked(&resolve(&ws, "a.txt"), b"two\n", None, &expected_of(&path)).unwrap();
+        spares::top_up(std::time::Instant::now());
+        let spares = spares::held(&dir);
+        assert!(!spares.is_empty());
+        Self {
+            ws,
+            dir,
+            path,
+            spares,
+            _turn: turn,
+        }
+    }
+}
+
+impl Drop for SpareLab {
+    fn drop(&mut self) {
+        USE_SPARES.with(|s| s.set(false));
+    }
+}
+
 #[test]
 fn a_replacement_takes_a_spare_made_ahead_in_its_folder() {
-    let _turn = SPARE_TESTS.locked();
-    USE_SPARES.with(|s| s.set(true));
-    let ws = TestWorkspace::new();
-    let dir = open_dir(&ws.root());
-    let path = ws.write("a.txt", "one\n");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
-    // The first write notes the folder; the watcher (here called directly) makes spares.
-    write_checked(&resolve(&ws, "a.txt"), b"two\n", None, &expected_of(&path)).unwrap();
-    spares::top_up(std::time::Instant::now());
-    let spares_before = spares::held(&dir);
-    assert!(!spares_before.is_empty());
-    write_checked(
-        &resolve(&ws, "a.txt"),
-        b"three\n",
-        None,
-        &expected_of(&path),
-    )
-    .unwrap();
+    let lab = SpareLab::new();
+    let (ws, dir, path, spares_before) = (&lab.ws, &lab.dir, &lab.path, &lab.spares);
+    write_checked(&resolve(ws, "a.txt"), b"three\n", None, &expected_of(path)).unwrap();
     // The file is now one of the spares, with its content, mode and no debris.
-    assert!(spares_before.contains(&ino(&path)), "{spares_before:?}");
-    assert!(!spares::held(&dir).contains(&ino(&path)));
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), "three\n");
+    assert!(spares_before.contains(&ino(path)), "{spares_before:?}");
+    assert!(!spares::held(dir).contains(&ino(path)));
+    assert_eq!(std::fs::read_to_string(path).unwrap(), "three\n");
     assert_eq!(
-        std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777,
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o7777,
         0o640
     );
-    assert!(leftovers(&ws).is_empty(), "{:?}", leftovers(&ws));
+    assert!(leftovers(ws).is_empty(), "{:?}", leftovers(ws));
     // A stale write still refuses, and the spare it took does not show.
-    let expected = expected_of(&path);
-    std::fs::write(&path, "outside\n").unwrap();
+    let expected = expected_of(path);
+    std::fs::write(path, "outside\n").unwrap();
     spares::top_up(std::time::Instant::now());
-    assert!(write_checked(&resolve(&ws, "a.txt"), b"x", None, &expected).is_err());
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), "outside\n");
-    assert!(leftovers(&ws).is_empty(), "{:?}", leftovers(&ws));
-    USE_SPARES.with(|s| s.set(false));
+    assert!(write_checked(&resolve(ws, "a.txt"), b"x", None, &expected).is_err());
+    assert_eq!(std::fs::read_to_string(path).unwrap(), "outside\n");
+    assert!(leftovers(ws).is_empty(), "{:?}", leftovers(ws));
 }
 
 #[test]
 fn spares_serve_only_replacements_in_their_own_folder_and_go_when_unused() {
-    let _turn = SPARE_TESTS.locked();
-    USE_SPARES.with(|s| s.set(true));
-    let ws = TestWorkspace::new();
-    let dir = open_dir(&ws.root());
-    let path = ws.write("a.txt", "one\n");
+    let lab = SpareLab::new();
+    let (ws, dir, spares_before) = (&lab.ws, &lab.dir, &lab.spares);
     let other = ws.write("sub/b.txt", "one\n");
-    write_checked(&resolve(&ws, "a.txt"), b"two\n", None, &expected_of(&path)).unwrap();
-    spares::top_up(std::time::Instant::now());
-    let spares_before = spares::held(&dir);
-    assert!(!spares_before.is_empty());
     // A new file starts with its own mode and is made for it; another folder has its own.
-    write_checked(&resolve(&ws, "new.txt"), b"n", None, &Expected::Absent).unwrap();
+    write_checked(&resolve(ws, "new.txt"), b"n", None, &Expected::Absent).unwrap();
     write_checked(
-        &resolve(&ws, "sub/b.txt"),
+        &resolve(ws, "sub/b.txt"),
         b"two\n",
         None,
         &expected_of(&other),
@@ -479,11 +496,10 @@ fn spares_serve_only_replacements_in_their_own_folder_and_go_when_unused() {
     .unwrap();
     assert!(!spares_before.contains(&ino(&ws.root().join("new.txt"))));
     assert!(!spares_before.contains(&ino(&other)));
-    assert_eq!(spares::held(&dir), spares_before);
+    assert_eq!(&spares::held(dir), spares_before);
     // A folder not written for a while lets its spares go.
     spares::top_up(std::time::Instant::now() + spares::KEEP);
-    assert!(spares::held(&dir).is_empty());
-    USE_SPARES.with(|s| s.set(false));
+    assert!(spares::held(dir).is_empty());
 }
 
 #[test]
