@@ -337,15 +337,15 @@ impl TempFile {
         let named_only = FORCE_NAMED.with(std::cell::Cell::get);
         #[cfg(not(test))]
         let named_only = false;
-        // Replacing a file: a spare made ahead in this folder saves finding an inode now.
-        let spare = if own.is_some() && proc_fd_available() && !named_only && spares_enabled() {
-            spares::take(dir)
-        } else {
+        let unnamed = if !proc_fd_available() || named_only {
             None
-        };
-        let unnamed = if spare.is_some() {
-            spare
-        } else if proc_fd_available() && !named_only {
+        } else if let Some(spare) = (own.is_some() && spares_enabled())
+            .then(|| spares::take(dir))
+            .flatten()
+        {
+            // Replacing a file: a spare made ahead in this folder saves finding an inode now.
+            Some(spare)
+        } else {
             match rustix::fs::openat(
                 dir,
                 ".",
@@ -357,8 +357,6 @@ impl TempFile {
                 Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOENT) => None,
                 Err(e) => return Err(e.into()),
             }
-        } else {
-            None
         };
         let (fd, name) = match unnamed {
             Some(fd) => (fd, None),
@@ -913,6 +911,15 @@ impl WatchQueues {
             .min()
     }
 
+    /// What the watcher does whenever it is awake: the checks due, then the spare temporaries
+    /// the last writes took (awake anyway, it makes them again now). Returns when the folders
+    /// kept for spares are next due to go.
+    fn tend(&mut self) -> Option<std::time::Instant> {
+        let now = std::time::Instant::now();
+        self.run_due(now);
+        spares::top_up(now)
+    }
+
     /// Runs every check due by `now`; a file goes to the next queue, or away after its last.
     fn run_due(&mut self, now: std::time::Instant) {
         for stage in 0..self.queues.len() {
@@ -951,10 +958,7 @@ fn watch_late_appends(inbox: &Inbox) {
             for file in arrived {
                 watched.push(file);
             }
-            let now = std::time::Instant::now();
-            watched.run_due(now);
-            // Awake anyway: the spares the last writes took are made again now.
-            spares_due = spares::top_up(now);
+            spares_due = watched.tend();
             state = inbox.state.locked();
             continue;
         }
@@ -981,9 +985,7 @@ fn watch_late_appends(inbox: &Inbox) {
         state.awake = true;
         state.deadline = None;
         drop(state);
-        let now = std::time::Instant::now();
-        watched.run_due(now);
-        spares_due = spares::top_up(now);
+        spares_due = watched.tend();
         state = inbox.state.locked();
     }
 }

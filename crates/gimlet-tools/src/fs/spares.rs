@@ -9,8 +9,8 @@
 //! such writes anyway, makes the next one off the write's path. No thread is woken for it.
 //!
 //! Spares are unnamed (`O_TMPFILE`, close-on-exec, locked as every temporary is): nothing shows
-//! in the folder, no other program can open them, and the kernel frees them when the server
-//! ends, however it ends. At most [`FOLDERS`] folders keep at most [`PER_FOLDER`] spares each,
+//! in the folder, no other program reaches them by a name (nor through `/proc`: the server is
+//! not dumpable), and the kernel frees them when the server ends, however it ends. At most [`FOLDERS`] folders keep at most [`PER_FOLDER`] spares each,
 //! and a folder's go [`KEEP`] after its last write. A spare is only used to replace an existing
 //! file, whose owner and mode the write then gives it, as it does a new temporary.
 
@@ -80,7 +80,7 @@ impl Folder {
     }
 }
 
-/// The folders with spares, most lately written last.
+/// The folders with spares (at most [`FOLDERS`]).
 static SPARES: Mutex<Vec<Folder>> = Mutex::new(Vec::new());
 
 /// A spare made in `dir`, if there is one. The folder is noted either way, so that the watcher
