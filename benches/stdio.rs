@@ -4,7 +4,8 @@
 //! - cold start: from spawning the process to the `tools/list` answer (initialize included);
 //! - small `read` calls one after another: client-observed latency, and the server's CPU time
 //!   per call (process-wide user+system time from /proc, over many calls), for a 3-line file
-//!   by relative path and a 200-line source file by absolute path (as hosts send it);
+//!   by relative path and a 200-line source file by absolute path (as hosts send it), and
+//!   `glob` and `grep` in a small folder;
 //! - the same for a no-op MCP server on rmcp (this benchmark re-run as the server, [`floor_server`]):
 //!   the floor any MCP server on rmcp pays, answering the same text without touching a file;
 //! - calls/s with 16 calls kept in flight, gimlet against the no-op server;
@@ -644,6 +645,14 @@ fn reads(root: &std::path::Path, data: &std::path::Path) {
     let small_read = timed_calls(&mut server, "tools/call", &small);
     let abs_read = timed_calls(&mut server, "tools/call", &source_abs);
     let rel_read = timed_calls(&mut server, "tools/call", &source_rel);
+    // Searches of a small folder (the two files), as hosts send them: by absolute path.
+    let folder = root.display().to_string();
+    let glob =
+        serde_json::json!({"name": "glob", "arguments": {"pattern": "*.rs", "path": folder}});
+    let grep = serde_json::json!({"name": "grep",
+        "arguments": {"pattern": "over the limit", "path": folder}});
+    let small_glob = timed_calls(&mut server, "tools/call", &glob);
+    let small_grep = timed_calls(&mut server, "tools/call", &grep);
     // A `ping` costs the same pipe reads and writes and JSON-RPC handling, but no tool and no
     // pipeline.
     let pings = timed_calls(&mut server, "ping", &serde_json::json!({}));
@@ -677,6 +686,8 @@ fn reads(root: &std::path::Path, data: &std::path::Path) {
         &rel_read.latencies,
         false,
     );
+    row("glob in a 2-file folder", &small_glob.latencies, false);
+    row("grep in a 2-file folder", &small_grep.latencies, false);
     row(
         "no-op rmcp server, same answer",
         &floor_read.latencies,
@@ -693,6 +704,8 @@ fn reads(root: &std::path::Path, data: &std::path::Path) {
     println!("- read 3-line file, relative: {small_read}");
     println!("- read {SOURCE_LINES}-line file, absolute: {abs_read}");
     println!("- read {SOURCE_LINES}-line file, relative: {rel_read}");
+    println!("- glob in a 2-file folder: {small_glob}");
+    println!("- grep in a 2-file folder: {small_grep}");
     println!("- ping (gimlet's protocol floor): {pings}");
     println!("- no-op rmcp server: {floor_read}");
     if let Some(ts) = &ts_read {

@@ -28,7 +28,9 @@ struct State<R> {
 }
 
 /// Maps `work` over `items` on `threads` threads and feeds the results to `consume` in order.
-/// Each thread has its own state, made by `init` (e.g. a searcher with its buffers).
+/// Each thread has its own state, made by `init` (e.g. a searcher with its buffers). No more
+/// threads start than there are items, and none for one item (or one thread): it runs on the
+/// calling thread.
 pub(crate) fn map_in_order<T, S, R, I, W, C>(
     items: &[T],
     threads: usize,
@@ -42,17 +44,27 @@ pub(crate) fn map_in_order<T, S, R, I, W, C>(
     W: Fn(&mut S, &T) -> R + Sync,
     C: FnMut(R) -> Flow,
 {
+    let threads = threads.min(items.len()).max(1);
+    if threads == 1 {
+        let mut local = init();
+        for item in items {
+            if consume(work(&mut local, item)) == Flow::Stop {
+                break;
+            }
+        }
+        return;
+    }
     let state = Mutex::new(State {
         next: 0,
         consumed: 0,
         done: BTreeMap::new(),
         stop: false,
-        running: threads.max(1),
+        running: threads,
     });
     let changed = Condvar::new();
     let lock = || state.locked();
     std::thread::scope(|scope| {
-        for _ in 0..threads.max(1) {
+        for _ in 0..threads {
             scope.spawn(|| {
                 let mut local = init();
                 loop {
@@ -157,6 +169,37 @@ mod tests {
             "{}",
             worked.load(Ordering::Relaxed)
         );
+    }
+
+    #[test]
+    fn one_item_is_worked_on_the_calling_thread() {
+        let caller = std::thread::current().id();
+        let mut on = Vec::new();
+        map_in_order(
+            &[7],
+            4,
+            || (),
+            |(), &i| (i, std::thread::current().id()),
+            |r| {
+                on.push(r);
+                Flow::Continue
+            },
+        );
+        assert_eq!(on, vec![(7, caller)]);
+        // Two items and more go to threads of their own.
+        let mut on = Vec::new();
+        map_in_order(
+            &[1, 2],
+            4,
+            || (),
+            |(), _| std::thread::current().id(),
+            |r| {
+                on.push(r);
+                Flow::Continue
+            },
+        );
+        assert_eq!(on.len(), 2);
+        assert!(on.iter().all(|id| *id != caller), "{on:?}");
     }
 
     #[test]
