@@ -5,7 +5,8 @@
 # maps code 64 KiB around every page first run, so spread out they kept most of the binary's
 # code resident (docs/performance.md, "Memory").
 #
-#   scripts/link-order.sh
+#   scripts/link-order.sh           writes the file
+#   scripts/link-order.sh --check   says whether the release build still has its functions (CI)
 #
 # Symbol names carry hashes of the crates' build settings, and `cargo bench` builds the binary
 # with the features the dev-dependencies add: the file lists the names of both builds (the one
@@ -15,6 +16,26 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+
+if [[ "${1:-}" == "--check" ]]; then
+  # Symbol names change with the crates' build hashes (a dependency added or updated renames
+  # every gimlet function): a stale file orders nothing of gimlet's, and the code a session runs
+  # spreads over the binary again (3 MiB more resident at rest). The file names each gimlet
+  # function twice (the release build's and the benchmark's name), so a current file has about
+  # half of its gimlet names in the release binary; a third is the floor.
+  cargo build --release --locked -q
+  present="$(nm --defined-only target/release/gimlet | awk 'NF == 3 { print $3 }' | sort -u)"
+  named="$(grep gimlet link/functions.order | sort -u)"
+  total="$(printf '%s\n' "$named" | grep -c . || true)"
+  found="$(comm -12 <(printf '%s\n' "$named") <(printf '%s\n' "$present") | grep -c . || true)"
+  echo "link/functions.order: $found of its $total gimlet functions are in the release binary"
+  if (( total == 0 || found * 3 < total )); then
+    echo "link/functions.order is stale: run scripts/link-order.sh (needs valgrind) and commit it" >&2
+    exit 1
+  fi
+  exit 0
+fi
+
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
