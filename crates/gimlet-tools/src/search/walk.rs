@@ -501,27 +501,33 @@ mod tests {
         std::fs::write(dir.path().join("a/.ignore"), "2.txt\n").expect("an ignore file");
         files.retain(|f| !(f.starts_with("a") && f.ends_with("2.txt")));
         files.sort();
-        let cancel = CancellationToken::new();
         // 8 folders (the walked one included) and 10 files: each budget from nothing to all.
         for entries in 0..=19 {
-            let budget = Budget {
-                entries,
-                time: Duration::from_secs(60),
-            };
-            let seen = Mutex::new(Vec::new());
-            walk_within(
-                dir.path(),
-                &Filters::default(),
-                &cancel,
-                budget,
-                || (),
-                |(), _entry, rel| seen.locked().push(rel.to_owned()),
-            )
-            .expect("the walk");
-            let mut seen = seen.into_inner().expect("not poisoned");
-            seen.sort();
+            let (seen, _) = files_walked(dir.path(), entries);
             assert_eq!(seen, files, "listing stopped after {entries} entries");
         }
+    }
+
+    /// Walks `base` listing at most `entries` entries first: the files visited, sorted, and
+    /// how the walk went.
+    fn files_walked(base: &Path, entries: usize) -> (Vec<PathBuf>, Walked) {
+        let budget = Budget {
+            entries,
+            time: Duration::from_secs(60),
+        };
+        let seen = Mutex::new(Vec::new());
+        let walked = walk_within(
+            base,
+            &Filters::default(),
+            &CancellationToken::new(),
+            budget,
+            || (),
+            |(), _entry, rel| seen.locked().push(rel.to_owned()),
+        )
+        .expect("the walk");
+        let mut seen = seen.into_inner().expect("not poisoned");
+        seen.sort();
+        (seen, walked)
     }
 
     #[test]
@@ -540,23 +546,8 @@ mod tests {
     #[test]
     fn a_folder_that_outgrew_the_listing_is_walked_in_parallel_until_it_is_small() {
         let dir = tree(150);
-        let budget = Budget {
-            entries: 50,
-            time: Duration::from_secs(60),
-        };
         let walk = |files: usize| {
-            let seen = Mutex::new(Vec::new());
-            let walked = walk_within(
-                dir.path(),
-                &Filters::default(),
-                &CancellationToken::new(),
-                budget,
-                || (),
-                |(), _entry, rel| seen.locked().push(rel.to_owned()),
-            )
-            .expect("the walk");
-            let mut seen = seen.into_inner().expect("not poisoned");
-            seen.sort();
+            let (seen, walked) = files_walked(dir.path(), 50);
             assert_eq!(seen, expected(files));
             walked
         };
