@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::{Glob, GlobBuilder, GlobMatcher};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -33,7 +33,8 @@ pub struct GlobArgs {
 }
 
 impl GlobArgs {
-    fn matcher(&self) -> Result<GlobMatcher, ToolError> {
+    /// The pattern parsed: what `validate` checks (compiling it is `execute`'s work, once).
+    fn glob(&self) -> Result<Glob, ToolError> {
         let pattern = self.pattern.trim_start_matches("./");
         if pattern.starts_with('/') {
             return Err(ToolError::invalid(format!(
@@ -44,8 +45,11 @@ impl GlobArgs {
         GlobBuilder::new(pattern)
             .literal_separator(true)
             .build()
-            .map(|g| g.compile_matcher())
             .map_err(|e| ToolError::invalid(format!("`pattern` is not a valid glob: {e}")))
+    }
+
+    fn matcher(&self) -> Result<GlobMatcher, ToolError> {
+        Ok(self.glob()?.compile_matcher())
     }
 }
 
@@ -82,7 +86,7 @@ impl Tool for GlobTool {
         if args.limit == Some(0) {
             return Err(ToolError::invalid("`limit` must be at least 1"));
         }
-        args.matcher()?;
+        args.glob()?;
         Ok(args)
     }
 
