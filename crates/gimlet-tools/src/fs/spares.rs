@@ -10,8 +10,9 @@
 //!
 //! Spares are unnamed (`O_TMPFILE`, close-on-exec, locked as every temporary is): nothing shows
 //! in the folder, no other program reaches them by a name (nor through `/proc`: the server is
-//! not dumpable), and the kernel frees them when the server ends, however it ends. At most [`FOLDERS`] folders keep at most [`PER_FOLDER`] spares each,
-//! and a folder's go [`KEEP`] after its last write. A spare is only used to replace an existing
+//! not dumpable), and the kernel frees them when the server ends, however it ends. At most
+//! [`FOLDERS`] folders keep at most [`PER_FOLDER`] spares each, and a folder's go [`KEEP`]
+//! after its last write. A spare is only used to replace an existing
 //! file, whose owner and mode the write then gives it, as it does a new temporary.
 
 use std::os::fd::OwnedFd;

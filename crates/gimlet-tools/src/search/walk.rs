@@ -224,6 +224,12 @@ where
     } else {
         Listing::default()
     };
+    // Files are visited by their path beneath `base`, listed or walked.
+    let visit_file = |state: &mut S, entry: &ignore::DirEntry| {
+        if let Ok(rel) = entry.path().strip_prefix(base) {
+            visit(state, entry, rel);
+        }
+    };
     let threads = if listing.files.len() > INLINE_FILES {
         walk_threads()
     } else {
@@ -234,11 +240,8 @@ where
         threads,
         &init,
         |state, entry| {
-            if cancel.is_cancelled() {
-                return;
-            }
-            if let Ok(rel) = entry.path().strip_prefix(base) {
-                visit(state, entry, rel);
+            if !cancel.is_cancelled() {
+                visit_file(state, entry);
             }
         },
         |()| {
@@ -259,7 +262,7 @@ where
         let seen = AtomicUsize::new(listing.entries);
         builder.build_parallel().run(|| {
             let mut state = init();
-            let visit = &visit;
+            let visit_file = &visit_file;
             let seen = &seen;
             Box::new(move |entry| {
                 if cancel.is_cancelled() {
@@ -269,11 +272,8 @@ where
                     return WalkState::Continue;
                 };
                 seen.fetch_add(1, Ordering::Relaxed);
-                if !entry.file_type().is_some_and(|t| t.is_file()) {
-                    return WalkState::Continue;
-                }
-                if let Ok(rel) = entry.path().strip_prefix(base) {
-                    visit(&mut state, &entry, rel);
+                if entry.file_type().is_some_and(|t| t.is_file()) {
+                    visit_file(&mut state, &entry);
                 }
                 WalkState::Continue
             })
