@@ -59,15 +59,20 @@ impl AuditLog {
     /// what was called and with what can be telling even with credentials redacted. A file
     /// that exists with wider permissions is narrowed.
     pub fn open(path: &Path) -> std::io::Result<Self> {
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .open(path)?;
-        let meta = file.metadata()?;
-        if meta.is_file() && meta.permissions().mode() & 0o077 != 0 {
-            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).append(true);
+        // On Windows the file inherits the folder's access list: the user's own data folder
+        // is private to them.
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(path)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let meta = file.metadata()?;
+            if meta.is_file() && meta.permissions().mode() & 0o077 != 0 {
+                file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            }
         }
         Ok(Self {
             file: std::sync::Mutex::new(file),

@@ -3,7 +3,9 @@
 //!
 //! Hooks are the user's own programs, declared in their own config file (never a project's),
 //! so they run unsandboxed, like Claude Code's hooks, in a process group of their own with a
-//! non-interactive environment.
+//! non-interactive environment. On Windows they run in the shell `bash` would use (Git
+//! Bash, else PowerShell) and only the hook's own process is stopped on timeout: there is no
+//! process group to signal.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -35,23 +37,34 @@ pub(crate) struct Finished {
 /// Runs `sh -c command` in `workdir` with `input` on stdin, until it exits, `timeout` passes or
 /// `cancel` fires (then its whole process group is killed).
 pub(crate) async fn run(
-    command: &str,
+    command_line: &str,
     input: Vec<u8>,
     workdir: &Path,
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> std::io::Result<Finished> {
-    let mut child = tokio::process::Command::new("/bin/sh")
-        .arg("-c")
-        .arg(command)
+    #[cfg(unix)]
+    let mut command = {
+        let mut command = tokio::process::Command::new("/bin/sh");
+        command.arg("-c").arg(command_line).process_group(0);
+        command
+    };
+    #[cfg(windows)]
+    let mut command = {
+        let shell = crate::process::shell(&crate::config::BashSettings::default());
+        let mut command = tokio::process::Command::new(&shell);
+        command.args(crate::sandbox::shell_invocation(&shell, command_line));
+        command
+    };
+    let mut child = command
         .current_dir(workdir)
         .envs(NON_INTERACTIVE.iter().copied())
-        .process_group(0)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()?;
+    #[cfg(unix)]
     let group = child
         .id()
         .and_then(|id| rustix::process::Pid::from_raw(id.cast_signed()));
@@ -64,6 +77,7 @@ pub(crate) async fn run(
     let stdout = tokio::spawn(keep(child.stdout.take()));
     let stderr = tokio::spawn(keep(child.stderr.take()));
     let kill_group = || {
+        #[cfg(unix)]
         if let Some(group) = group {
             let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
         }

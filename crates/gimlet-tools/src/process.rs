@@ -2,21 +2,26 @@
 //! environment, streaming its output into bounded memory, and stopping it on time.
 
 use std::ffi::{OsStr, OsString};
-use std::os::fd::{AsFd, OwnedFd};
+#[cfg(target_os = "linux")]
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+#[cfg(target_os = "linux")]
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use globset::{GlobBuilder, GlobSetBuilder};
 use tokio::io::AsyncReadExt;
-use tokio::net::unix::pipe;
 use tokio::process::{Child, ChildStdin};
 
 use crate::config::BashSettings;
+#[cfg(target_os = "linux")]
+use crate::sandbox::SANDBOX_FAILED;
+#[cfg(target_os = "linux")]
 use crate::sandbox::pool::{Sandbox, Sandboxes};
+#[cfg(target_os = "linux")]
 use crate::sandbox::protocol::Request;
-use crate::sandbox::{HelperPlan, KILL_GRACE_MS, SANDBOX_FAILED, helper_args};
+use crate::sandbox::{HelperPlan, KILL_GRACE_MS, helper_args};
 
 /// Variables every command gets: nothing waits for a terminal, a pager, or an editor.
 pub(crate) const NON_INTERACTIVE: &[(&str, &str)] = &[
@@ -74,22 +79,86 @@ fn env_from(
     env
 }
 
-/// The shell: the configured one, `bash` if it is installed, or `/bin/sh`.
+/// The shell: the configured one, else `bash` if it is installed, else the system's own:
+/// `/bin/sh`; on Windows `pwsh` (PowerShell 7), else Windows PowerShell (see [`find_shell`]).
 pub(crate) fn shell(settings: &BashSettings) -> PathBuf {
     if let Some(shell) = &settings.shell {
         return shell.clone();
     }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join("bash"))
-        .find(|candidate| candidate.is_file())
-        .unwrap_or_else(|| PathBuf::from("/bin/sh"))
+    find_shell(
+        std::env::var_os("PATH").as_deref(),
+        std::env::var_os("ProgramFiles").as_deref(),
+        std::env::var_os("SystemRoot").as_deref(),
+        cfg!(windows),
+    )
+}
+
+/// [`shell`] without a configured one, on a system with this `PATH` (and on Windows these
+/// `ProgramFiles` and `SystemRoot`). On Windows, Git for Windows' `bash` is looked for where
+/// its installer puts it (`Git\bin\bash.exe` under `ProgramFiles`), and on `PATH` only in
+/// a `Git` installation's folders, so that WSL's `bash.exe` launcher in `System32` (which
+/// runs the command in Linux, outside the roots' Windows paths) is never taken for it.
+pub(crate) fn find_shell(
+    path: Option<&OsStr>,
+    program_files: Option<&OsStr>,
+    system_root: Option<&OsStr>,
+    windows: bool,
+) -> PathBuf {
+    let on_path = |name: &str| {
+        std::env::split_paths(path.unwrap_or_default())
+            .map(|dir| dir.join(name))
+            .find(|candidate| candidate.is_file())
+    };
+    if !windows {
+        return on_path("bash").unwrap_or_else(|| PathBuf::from("/bin/sh"));
+    }
+    let git_bash = program_files
+        .map(|dir| Path::new(dir).join("Git").join("bin").join("bash.exe"))
+        .filter(|candidate| candidate.is_file())
+        .or_else(|| {
+            on_path("bash.exe").filter(|found| {
+                found
+                    .components()
+                    .any(|c| c.as_os_str().eq_ignore_ascii_case("git"))
+            })
+        });
+    git_bash
+        .or_else(|| on_path("pwsh.exe"))
+        .or_else(|| {
+            system_root
+                .map(|root| {
+                    Path::new(root)
+                        .join("System32")
+                        .join("WindowsPowerShell")
+                        .join("v1.0")
+                        .join("powershell.exe")
+                })
+                .filter(|candidate| candidate.is_file())
+        })
+        .unwrap_or_else(|| PathBuf::from("powershell.exe"))
+}
+
+/// The read end of a command's output pipe, as the runtime reads it: a pipe the reactor
+/// watches on Unix; on Windows, where anonymous pipes cannot be waited on, a file whose
+/// reads run on the blocking pool.
+#[cfg(unix)]
+type OutputPipe = tokio::net::unix::pipe::Receiver;
+#[cfg(windows)]
+type OutputPipe = tokio::fs::File;
+
+fn output_pipe(reader: std::io::PipeReader) -> std::io::Result<OutputPipe> {
+    #[cfg(unix)]
+    return tokio::net::unix::pipe::Receiver::from_owned_fd(std::os::fd::OwnedFd::from(reader));
+    #[cfg(windows)]
+    return Ok(tokio::fs::File::from_std(std::fs::File::from(
+        std::os::windows::io::OwnedHandle::from(reader),
+    )));
 }
 
 /// A command running under a helper.
 pub(crate) struct Running {
     runner: Runner,
-    output: pipe::Receiver,
+    output: OutputPipe,
     started: Instant,
 }
 
@@ -104,6 +173,7 @@ enum Runner {
     },
     /// One of the session's sandboxes, which stays for the next command
     /// ([`crate::sandbox::pool`]). `None` once it was given up (it then stops everything).
+    #[cfg(target_os = "linux")]
     Sandbox {
         sandbox: Option<Sandbox>,
         pool: Arc<Sandboxes>,
@@ -113,6 +183,7 @@ enum Runner {
 impl std::fmt::Debug for Running {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut out = f.debug_struct("Running");
+        #[allow(irrefutable_let_patterns, reason = "one kind of runner outside Linux")]
         if let Runner::Helper { child, .. } = &self.runner {
             out.field("pid", &child.id());
         }
@@ -124,7 +195,8 @@ impl std::fmt::Debug for Running {
 pub(crate) enum Place<'a> {
     /// A helper started for it (`plan` says unsandboxed, or a one-time sandbox).
     Helper(&'a HelperPlan),
-    /// A sandbox of the session that stays: the plan's sandbox, from `pool` or new.
+    /// A sandbox of the session that stays: the plan's sandbox, from `pool` or new (Linux).
+    #[cfg(target_os = "linux")]
     Sandbox {
         /// The command and its sandbox.
         plan: &'a HelperPlan,
@@ -139,11 +211,12 @@ pub(crate) async fn spawn(
     place: Place<'_>,
     env: &[(OsString, OsString)],
 ) -> std::io::Result<Running> {
-    let (reader, writer) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
-    let output = pipe::Receiver::from_owned_fd(reader)?;
+    // Close-on-exec (Unix) and not inheritable (Windows): only the helper gets the write end.
+    let (reader, writer) = std::io::pipe()?;
+    let output = output_pipe(reader)?;
     let runner = match place {
         Place::Helper(plan) => {
-            let writer_err: OwnedFd = writer.try_clone()?;
+            let writer_err = writer.try_clone()?;
             let mut command = tokio::process::Command::new(helper);
             command
                 .args(helper_args(plan))
@@ -158,6 +231,7 @@ pub(crate) async fn spawn(
             let control = child.stdin.take();
             Runner::Helper { child, control }
         }
+        #[cfg(target_os = "linux")]
         Place::Sandbox { plan, pool } => {
             let Some(sandbox_plan) = &plan.sandbox else {
                 return Err(std::io::Error::other("a sandbox needs a sandbox plan"));
@@ -205,6 +279,7 @@ impl Runner {
     async fn exited(&mut self) -> (i32, Option<String>) {
         match self {
             Self::Helper { child, .. } => (code_of(child.wait().await.ok()), None),
+            #[cfg(target_os = "linux")]
             Self::Sandbox { sandbox, .. } => {
                 let Some(running) = sandbox.as_mut() else {
                     return (-1, None);
@@ -229,6 +304,7 @@ impl Runner {
             Self::Helper { control, .. } => {
                 control.take();
             }
+            #[cfg(target_os = "linux")]
             Self::Sandbox { sandbox, .. } => {
                 if sandbox.as_ref().is_some_and(|s| !s.stop()) {
                     // Giving the sandbox up stops everything in it too.
@@ -244,6 +320,7 @@ impl Runner {
             Self::Helper { child, .. } => {
                 let _ = child.start_kill();
             }
+            #[cfg(target_os = "linux")]
             Self::Sandbox { sandbox, .. } => {
                 sandbox.take();
             }
@@ -251,7 +328,12 @@ impl Runner {
     }
 
     /// The command ended and the sandbox answered: it may serve the next one.
+    #[cfg_attr(
+        not(target_os = "linux"),
+        expect(clippy::unused_self, reason = "only Linux keeps sandboxes")
+    )]
     fn release(&mut self) {
+        #[cfg(target_os = "linux")]
         if let Self::Sandbox { sandbox, pool } = self
             && let Some(sandbox) = sandbox.take()
         {
@@ -390,8 +472,11 @@ impl Running {
 /// The exit code, or 128 + the signal that ended the process (as shells report it).
 pub(crate) fn code_of(status: Option<std::process::ExitStatus>) -> i32 {
     status.map_or(-1, |s| {
-        s.code()
-            .unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&s).unwrap_or(0))
+        #[cfg(unix)]
+        let signal = std::os::unix::process::ExitStatusExt::signal(&s);
+        #[cfg(not(unix))]
+        let signal: Option<i32> = None;
+        s.code().unwrap_or_else(|| 128 + signal.unwrap_or(0))
     })
 }
 

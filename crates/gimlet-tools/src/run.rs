@@ -18,6 +18,7 @@ use crate::fs::PathError;
 use crate::jobs::Jobs;
 use crate::output::{MAX_LOG_BYTES, OutputBuffer};
 use crate::process::{Ending, Event, Place, command_env, shell, spawn};
+#[cfg(target_os = "linux")]
 use crate::sandbox::pool::Sandboxes;
 use crate::sandbox::protected::{Scan, ScanCache};
 use crate::sandbox::tmp::SessionTmp;
@@ -236,7 +237,10 @@ pub(crate) fn plan(
 /// command to command, where the kernel gives them a PID namespace of their own; else in a
 /// helper of its own.
 pub(crate) fn place<'a>(plan: &'a HelperPlan, ctx: &ToolContext) -> Place<'a> {
+    #[cfg(not(target_os = "linux"))]
+    let _ = ctx;
     match &plan.sandbox {
+        #[cfg(target_os = "linux")]
         Some(sandbox) if sandbox.support.mounts && sandbox.support.pid_namespace => {
             Place::Sandbox {
                 plan,

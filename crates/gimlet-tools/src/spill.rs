@@ -2,6 +2,7 @@
 
 use std::fs;
 use std::io::{self, Write};
+#[cfg(unix)]
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -45,12 +46,14 @@ impl SpillStore {
 
     /// Creates the directory (private to the user) if needed.
     pub fn open(dir: &Path) -> io::Result<Self> {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
+        let mut builder = fs::DirBuilder::new();
+        builder.recursive(true);
+        // On Windows the folder inherits the access list of the user's data folder.
+        #[cfg(unix)]
+        builder.mode(0o700);
+        builder.create(dir)?;
         Ok(Self {
-            dir: fs::canonicalize(dir)?,
+            dir: crate::fs::canonical(dir)?,
         })
     }
 
@@ -71,11 +74,11 @@ impl SpillStore {
     pub fn create(&self) -> io::Result<(fs::File, SpillFile)> {
         let id = crate::util::random_hex()?;
         let path = self.dir.join(format!("{id}.txt"));
-        let file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)?;
+        let mut options = fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        options.mode(0o600);
+        let file = options.open(&path)?;
         Ok((file, SpillFile { id, path, size: 0 }))
     }
 

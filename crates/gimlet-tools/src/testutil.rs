@@ -137,3 +137,26 @@ impl TestWorkspace {
         }
     }
 }
+
+/// Makes a FIFO at `path` (`mknod` on Linux; `mkfifo(1)` elsewhere, where the crates gimlet
+/// uses have no call for it).
+#[cfg(unix)]
+pub(crate) fn make_fifo(path: &Path) {
+    #[cfg(target_os = "linux")]
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from(0o600),
+        0,
+    )
+    .unwrap();
+    #[cfg(not(target_os = "linux"))]
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap()
+            .success()
+    );
+}

@@ -37,18 +37,12 @@ impl<T> RwLockExt<T> for RwLock<T> {
     }
 }
 
-/// `N` bytes from the system's randomness (`getrandom(2)`), or the error: never zeros.
+/// `N` bytes from the system's randomness (`getrandom(2)` on Linux, `getentropy` on macOS,
+/// `ProcessPrng` on Windows, through the `getrandom` crate), or the error: never zeros.
 pub fn random_bytes<const N: usize>() -> io::Result<[u8; N]> {
     let mut bytes = [0u8; N];
-    let mut filled = 0;
-    while filled < N {
-        match rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty()) {
-            Ok(0) => return Err(io::Error::other("getrandom returned no bytes")),
-            Ok(n) => filled += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(err) => return Err(err.into()),
-        }
-    }
+    getrandom::fill(&mut bytes)
+        .map_err(|err| io::Error::other(format!("no system randomness: {err}")))?;
     Ok(bytes)
 }
 

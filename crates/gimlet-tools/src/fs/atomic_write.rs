@@ -38,8 +38,11 @@ use std::sync::{Mutex, OnceLock};
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 
+use super::confine_unix::{NAME_ONLY, file_kind, open_beneath};
 use super::file_state::{ContentHash, Hasher};
-use super::paths::{Location, PathError, ResolvedPath, file_kind, open_beneath};
+use super::paths::{Location, PathError, ResolvedPath};
+use super::raw;
+#[cfg(target_os = "linux")]
 use super::spares;
 
 use crate::util::MutexExt as _;
@@ -87,6 +90,16 @@ impl FileId {
             ino: meta.ino(),
             size: meta.size(),
             mtime: (meta.mtime(), meta.mtime_nsec()),
+        }
+    }
+
+    /// Of a `stat`, as [`FileId::of`] reads the same file's metadata.
+    pub(crate) fn of_stat(stat: &rustix::fs::Stat) -> Self {
+        Self {
+            dev: raw::device(stat),
+            ino: stat.st_ino,
+            size: u64::try_from(stat.st_size).unwrap_or(0),
+            mtime: raw::mtime(stat),
         }
     }
 }
@@ -179,7 +192,7 @@ pub(super) fn open_parent_dir(resolved: &ResolvedPath) -> Result<(OwnedFd, OsStr
             let parent = resolved.path.parent().unwrap_or(std::path::Path::new("/"));
             let root = rustix::fs::open(
                 "/",
-                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                NAME_ONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
                 Mode::empty(),
             )
             .map_err(|e| resolved.map_open_error(e))?;
@@ -203,10 +216,10 @@ fn inspect_target(
     match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(stat) => {
             let path = resolved.display();
-            match FileType::from_raw_mode(stat.st_mode) {
-                FileType::RegularFile if stat.st_nlink > 1 => Err(WriteError::HardLinked {
+            match raw::file_type(&stat) {
+                FileType::RegularFile if raw::links(&stat) > 1 => Err(WriteError::HardLinked {
                     path,
-                    links: stat.st_nlink,
+                    links: raw::links(&stat),
                 }),
                 FileType::RegularFile => Ok(Some(stat)),
                 FileType::Directory => Err(WriteError::Directory { path }),
@@ -228,9 +241,8 @@ fn inspect_target(
 
 /// Which file a name in `dir` holds now, without following a symlink.
 pub(super) fn id_at(dir: impl AsFd, name: &OsStr) -> std::io::Result<Option<FileId>> {
-    let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    match rustix::fs::openat(dir, name, flags, Mode::empty()) {
-        Ok(fd) => Ok(Some(FileId::of(&File::from(fd).metadata()?))),
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) => Ok(Some(FileId::of_stat(&stat))),
         Err(Errno::NOENT) => Ok(None),
         Err(e) => Err(e.into()),
     }
@@ -305,6 +317,7 @@ thread_local! {
 }
 
 /// Whether writes use spare temporaries ([`spares`]).
+#[cfg(target_os = "linux")]
 fn spares_enabled() -> bool {
     #[cfg(test)]
     return USE_SPARES.with(std::cell::Cell::get);
@@ -339,24 +352,8 @@ impl TempFile {
         let named_only = false;
         let unnamed = if !proc_fd_available() || named_only {
             None
-        } else if let Some(spare) = (own.is_some() && spares_enabled())
-            .then(|| spares::take(dir))
-            .flatten()
-        {
-            // Replacing a file: a spare made ahead in this folder saves finding an inode now.
-            Some(spare)
         } else {
-            match rustix::fs::openat(
-                dir,
-                ".",
-                OFlags::WRONLY | OFlags::TMPFILE | OFlags::CLOEXEC,
-                Mode::from_raw_mode(create_mode),
-            ) {
-                Ok(fd) => Some(fd),
-                // The file system (or kernel) has no unnamed files.
-                Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOENT) => None,
-                Err(e) => return Err(e.into()),
-            }
+            unnamed_temp(dir, own.is_some(), create_mode)?
         };
         let (fd, name) = match unnamed {
             Some(fd) => (fd, None),
@@ -367,7 +364,7 @@ impl TempFile {
                     | OFlags::EXCL
                     | OFlags::NOFOLLOW
                     | OFlags::CLOEXEC;
-                let fd = rustix::fs::openat(dir, &name, flags, Mode::from_raw_mode(create_mode))?;
+                let fd = rustix::fs::openat(dir, &name, flags, raw::permissions(create_mode))?;
                 (fd, Some(name))
             }
         };
@@ -422,6 +419,37 @@ impl TempFile {
     }
 }
 
+/// An unnamed temporary in `dir` (Linux's `O_TMPFILE`): a spare made ahead when `replacing`
+/// a file, else a new one. `None` where the file system has none.
+#[cfg(target_os = "linux")]
+fn unnamed_temp(dir: &OwnedFd, replacing: bool, mode: u32) -> std::io::Result<Option<OwnedFd>> {
+    if let Some(spare) = (replacing && spares_enabled())
+        .then(|| spares::take(dir))
+        .flatten()
+    {
+        // Replacing a file: a spare made ahead in this folder saves finding an inode now.
+        return Ok(Some(spare));
+    }
+    match rustix::fs::openat(
+        dir,
+        ".",
+        OFlags::WRONLY | OFlags::TMPFILE | OFlags::CLOEXEC,
+        raw::permissions(mode),
+    ) {
+        Ok(fd) => Ok(Some(fd)),
+        // The file system (or kernel) has no unnamed files.
+        Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOENT) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Other systems have no unnamed files: temporaries are named.
+#[cfg(not(target_os = "linux"))]
+#[expect(clippy::unnecessary_wraps, reason = "the Linux version can fail")]
+fn unnamed_temp(_dir: &OwnedFd, _replacing: bool, _mode: u32) -> std::io::Result<Option<OwnedFd>> {
+    Ok(None)
+}
+
 /// Files up to this size get their writeback started before [`fill`]'s `meanwhile` runs.
 const STARTED_WRITEBACK_MAX: usize = 1024 * 1024;
 
@@ -443,18 +471,19 @@ fn fill(
             Some(rustix::fs::Uid::from_raw(own.uid)),
             Some(rustix::fs::Gid::from_raw(own.gid)),
         );
-        rustix::fs::fchmod(file.as_fd(), Mode::from_raw_mode(own.mode & 0o1777))?;
+        rustix::fs::fchmod(file.as_fd(), raw::permissions(own.mode & 0o1777))?;
     }
     file.write_all(bytes)?;
     if bytes.len() <= STARTED_WRITEBACK_MAX {
         // A hint: whatever it does, the fsync below makes the file durable.
+        #[cfg(target_os = "linux")]
         let _ = rustix::fs::fadvise(file.as_fd(), 0, None, rustix::fs::Advice::DontNeed);
     }
     meanwhile();
     if let Some(own) = own
         && own.mode & 0o6000 != 0
     {
-        rustix::fs::fchmod(file.as_fd(), Mode::from_raw_mode(own.mode))?;
+        rustix::fs::fchmod(file.as_fd(), raw::permissions(own.mode))?;
     }
     file.sync_all()
 }
@@ -602,7 +631,7 @@ pub fn write_checked_against(
     );
     let ownership = keep.or_else(|| {
         existing.map(|s| Ownership {
-            mode: s.st_mode & 0o7777,
+            mode: raw::mode(&s) & 0o7777,
             uid: s.st_uid,
             gid: s.st_gid,
         })
@@ -917,7 +946,10 @@ impl WatchQueues {
     fn tend(&mut self) -> Option<std::time::Instant> {
         let now = std::time::Instant::now();
         self.run_due(now);
-        spares::top_up(now)
+        #[cfg(target_os = "linux")]
+        return spares::top_up(now);
+        #[cfg(not(target_os = "linux"))]
+        None
     }
 
     /// Runs every check due by `now`; a file goes to the next queue, or away after its last.
@@ -1105,7 +1137,7 @@ pub(super) fn sweep_once(dir: &OwnedFd, path: &std::path::Path) {
     let Ok(stat) = rustix::fs::fstat(dir) else {
         return;
     };
-    let key = (path.to_path_buf(), stat.st_dev, stat.st_ino);
+    let key = (path.to_path_buf(), raw::device(&stat), stat.st_ino);
     let first = {
         let mut swept = SWEPT.locked();
         let swept = swept.get_or_insert_with(HashSet::new);
@@ -1168,7 +1200,7 @@ pub fn create_parents(resolved: &ResolvedPath) -> Result<usize, WriteError> {
             let fd = rustix::fs::openat(
                 root.fd(),
                 ".",
-                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                NAME_ONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
                 Mode::empty(),
             )
             .map_err(|e| resolved.map_open_error(e))?;
@@ -1178,7 +1210,7 @@ pub fn create_parents(resolved: &ResolvedPath) -> Result<usize, WriteError> {
         Location::Outside => {
             let fd = rustix::fs::open(
                 "/",
-                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                NAME_ONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
                 Mode::empty(),
             )
             .map_err(|e| resolved.map_open_error(e))?;
@@ -1196,7 +1228,7 @@ pub fn create_parents(resolved: &ResolvedPath) -> Result<usize, WriteError> {
     let mut dir = start;
     let mut created = 0;
     for component in components {
-        match rustix::fs::mkdirat(&dir, &component, Mode::from_raw_mode(0o777)) {
+        match rustix::fs::mkdirat(&dir, &component, raw::permissions(0o777)) {
             Ok(()) => created += 1,
             Err(Errno::EXIST) => {}
             Err(e) => {
@@ -1209,7 +1241,7 @@ pub fn create_parents(resolved: &ResolvedPath) -> Result<usize, WriteError> {
         dir = rustix::fs::openat(
             &dir,
             &component,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            NAME_ONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::empty(),
         )
         .map_err(|e| match e {

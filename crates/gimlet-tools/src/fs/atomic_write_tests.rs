@@ -53,14 +53,7 @@ fn refuses_hard_links_fifos_and_directories_leaving_them_alone() {
         "{err}"
     );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "keep");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        ws.root().join("pipe"),
-        FileType::Fifo,
-        Mode::from(0o600),
-        0,
-    )
-    .unwrap();
+    crate::testutil::make_fifo(&ws.root().join("pipe"));
     let err = write_atomic(&resolve(&ws, "pipe"), b"new", None).unwrap_err();
     assert!(
         matches!(err, WriteError::NotRegular { kind: "FIFO", .. }),

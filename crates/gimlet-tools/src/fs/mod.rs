@@ -2,11 +2,18 @@
 //! locks, and the undo journal.
 
 mod atomic_write;
+#[cfg(unix)]
+mod confine_unix;
+#[cfg(windows)]
+mod confine_windows;
 mod file_state;
 mod journal;
 mod locks;
 pub mod nowait;
 mod paths;
+#[cfg(unix)]
+mod raw;
+#[cfg(target_os = "linux")]
 mod spares;
 mod suggest;
 
@@ -14,10 +21,18 @@ pub use atomic_write::{
     Expected, FileId, Ownership, WriteError, create_parents, remove_checked, remove_file,
     write_atomic, write_checked, write_checked_against,
 };
+#[cfg(unix)]
+pub use confine::{DirHandle, EntryKind};
+#[cfg(unix)]
+use confine_unix as confine;
+#[cfg(unix)]
+pub use confine_unix::{NAME_ONLY, file_kind, force_portable, open_beneath, open_beneath_walk};
+#[cfg(windows)]
+use confine_windows as confine;
 pub use file_state::{ContentHash, FileStamp, FileStates, Hasher};
 pub use journal::{Before, CommitError, Journal, JournalEntry, Step, commit_all, recover_pending};
 pub use locks::{PathGuard, PathLocks};
 pub use paths::{
     Location, MAX_COMPONENT_BYTES, MAX_PATH_BYTES, OpenKind, PathError, ResolvedPath, Root,
-    RootSet, file_kind, implicit_root, implicit_root_here, open_beneath, open_beneath_walk,
+    RootSet, canonical, implicit_root, implicit_root_here,
 };

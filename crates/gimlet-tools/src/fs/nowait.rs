@@ -71,7 +71,10 @@ pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     if active() {
         return Err(would_block());
     }
-    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+    #[cfg(unix)]
+    return std::os::unix::fs::FileExt::read_at(file, buf, offset);
+    #[cfg(windows)]
+    return std::os::windows::fs::FileExt::seek_read(file, buf, offset);
 }
 
 #[cfg(test)]

@@ -15,13 +15,11 @@
 //!    with [`PathError::Changed`]; it never lands outside the root.
 
 use std::ffi::{OsStr, OsString};
+#[cfg(windows)]
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
-
-use rustix::fs::{FileType, Mode, OFlags};
 
 /// Longest path argument accepted, in bytes (Linux `PATH_MAX`).
 pub const MAX_PATH_BYTES: usize = 4096;
@@ -175,7 +173,7 @@ pub enum PathError {
 }
 
 impl PathError {
-    fn io(path: &Path, source: io::Error) -> Self {
+    pub(super) fn io(path: &Path, source: io::Error) -> Self {
         Self::Io {
             path: path.display().to_string(),
             source,
@@ -210,42 +208,43 @@ pub fn implicit_root_here() -> Option<PathBuf> {
 #[derive(Debug)]
 pub struct Root {
     path: PathBuf,
-    fd: OwnedFd,
+    /// A handle on the folder: what paths are opened beneath on Unix; on Windows it keeps the
+    /// folder from being renamed or replaced while gimlet runs.
+    #[cfg(unix)]
+    pub(super) handle: std::os::fd::OwnedFd,
+    #[cfg(windows)]
+    pub(super) handle: File,
 }
 
 impl Root {
     /// Opens a root: resolves the path (it must be an existing directory) and keeps a handle.
     pub fn open(path: &Path) -> Result<Self, PathError> {
-        let path = std::fs::canonicalize(path).map_err(|source| match source.kind() {
+        let path = canonical(path).map_err(|source| match source.kind() {
             io::ErrorKind::NotFound => PathError::NotFound {
                 path: path.display().to_string(),
                 hint: String::new(),
             },
             _ => PathError::io(path, source),
         })?;
-        let fd = rustix::fs::open(
-            &path,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| match e {
-            rustix::io::Errno::NOTDIR => PathError::NotADirectory {
-                path: path.display().to_string(),
-            },
-            other => PathError::io(&path, other.into()),
-        })?;
-        Ok(Self { path, fd })
+        let handle = Self::open_handle(&path)?;
+        Ok(Self { path, handle })
     }
 
     /// The resolved absolute path of the root.
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
 
-    /// The directory handle paths are opened beneath.
-    pub fn fd(&self) -> &OwnedFd {
-        &self.fd
-    }
+/// A path made absolute with every symlink resolved, as [`std::fs::canonicalize`] does; on
+/// Windows without the `\\?\` prefix where the path means the same without it (`C:\x`,
+/// `\\server\share\x`), so that it reads as users write paths.
+pub fn canonical(path: &Path) -> io::Result<PathBuf> {
+    let real = std::fs::canonicalize(path)?;
+    #[cfg(windows)]
+    return Ok(super::confine_windows::simplified(real));
+    #[cfg(not(windows))]
+    Ok(real)
 }
 
 /// The roots of one call: the `--root` folders and, later, the client's roots.
@@ -303,16 +302,19 @@ impl RootSet {
         let first = self.first().ok_or(PathError::NoRoots)?;
         let given = Path::new(input);
         let expanded;
-        let given = if let Some(rest) = input.strip_prefix("~/") {
+        let home_relative = input
+            .strip_prefix("~/")
+            .or_else(|| cfg!(windows).then(|| input.strip_prefix("~\\")).flatten());
+        let given = if let Some(rest) = home_relative {
             expanded = dirs::home_dir().unwrap_or_default().join(rest);
             expanded.as_path()
         } else {
             given
         };
-        if let Some(resolved) = self.resolve_plain(given)? {
+        if let Some(resolved) = super::confine::resolve_plain(self, given)? {
             return Ok(self.locate(input, resolved, true));
         }
-        check_cached(first, given)?;
+        super::confine::check_cached(first, given)?;
         let (resolved, exists) =
             resolve_components(first.path(), given).map_err(|err| match err {
                 // Said as the caller writes paths: relative to the first root when inside it.
@@ -327,61 +329,6 @@ impl RootSet {
             });
         }
         Ok(self.locate(input, resolved, exists))
-    }
-
-    /// The common case, decided by the kernel in one call: a path of plain names (no `..`)
-    /// that exists beneath a root with no symlink on the way. `openat2(O_PATH,
-    /// RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` from the root's handle succeeds only then, and
-    /// the resolved path is the root's path joined with the names: what the walk in
-    /// [`resolve_components`] finds for such a path, without one `lstat` per name. Anything
-    /// else (a symlink, `..`, a missing name, a path under no root) is left to the walk:
-    /// `None`. Inside a [`super::nowait::attempt`] the lookup is cache-only, and a lookup that
-    /// would wait is an error.
-    fn resolve_plain(&self, given: &Path) -> Result<Option<PathBuf>, PathError> {
-        let (root, relative) = if given.is_absolute() {
-            let Some(root) = self.root_of(given) else {
-                return Ok(None);
-            };
-            (root, given.strip_prefix(&root.path).unwrap_or(given))
-        } else {
-            let Some(first) = self.first() else {
-                return Ok(None);
-            };
-            (first, given)
-        };
-        let mut resolved = root.path.clone();
-        for component in relative.components() {
-            match component {
-                Component::Normal(name) => resolved.push(name),
-                Component::CurDir => {}
-                Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
-                    return Ok(None);
-                }
-            }
-        }
-        // Not `open_beneath`: its portable fallback opens a final symlink itself under `O_PATH`.
-        #[cfg(target_os = "linux")]
-        {
-            use rustix::fs::ResolveFlags;
-            let resolve = ResolveFlags::BENEATH
-                | ResolveFlags::NO_SYMLINKS
-                | ResolveFlags::NO_MAGICLINKS
-                | cached_only();
-            let relative = if relative.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                relative
-            };
-            let flags = OFlags::PATH | OFlags::CLOEXEC;
-            match rustix::fs::openat2(root.fd(), relative, flags, Mode::empty(), resolve) {
-                Ok(_handle) => return Ok(Some(resolved)),
-                Err(rustix::io::Errno::AGAIN) if super::nowait::active() => {
-                    return Err(PathError::io(given, super::nowait::would_block()));
-                }
-                Err(_) => {}
-            }
-        }
-        Ok(None)
     }
 
     /// Where an already resolved absolute path lies.
@@ -411,7 +358,7 @@ impl RootSet {
 
     /// The root an absolute path lies in, by its components; the most specific one when roots
     /// nest.
-    fn root_of(&self, path: &Path) -> Option<&Arc<Root>> {
+    pub(super) fn root_of(&self, path: &Path) -> Option<&Arc<Root>> {
         self.roots
             .iter()
             .filter(|r| path.starts_with(&r.path))
@@ -463,11 +410,7 @@ fn check_argument(input: &str) -> Result<(), PathError> {
 /// `..` applied lexically). Returns the path and whether it exists.
 fn resolve_components(base: &Path, given: &Path) -> Result<(PathBuf, bool), PathError> {
     let mut pending: Vec<OsString> = Vec::new();
-    let mut current = if given.is_absolute() {
-        PathBuf::from("/")
-    } else {
-        base.to_owned()
-    };
+    let mut current = start(base, given);
     push_components(&mut pending, given);
     let mut exists = true;
     // Components appended as written after the first missing one: `..` over all of them
@@ -505,9 +448,7 @@ fn resolve_components(base: &Path, given: &Path) -> Result<(PathBuf, bool), Path
                 }
                 let target = std::fs::read_link(&candidate)
                     .map_err(|source| PathError::io(&candidate, source))?;
-                if target.is_absolute() {
-                    current = PathBuf::from("/");
-                }
+                current = start(&current, &target);
                 push_components(&mut pending, &target);
             }
             Ok(meta) => {
@@ -516,19 +457,22 @@ fn resolve_components(base: &Path, given: &Path) -> Result<(PathBuf, bool), Path
                         path: candidate.display().to_string(),
                     });
                 }
-                current = candidate;
+                // As the file system spells it: on a volume that ignores case (macOS's
+                // default, Windows) `.GIT` is `.git`, and the rules and the protected list
+                // must see `.git`.
+                current = super::confine::as_stored(&current, candidate);
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 exists = false;
                 missing = 1;
                 current = candidate;
             }
-            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error()) => {
+            Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
                 return Err(PathError::NotADirectory {
                     path: current.display().to_string(),
                 });
             }
-            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NAMETOOLONG.raw_os_error()) => {
+            Err(e) if e.kind() == io::ErrorKind::InvalidFilename => {
                 return Err(PathError::TooLong {
                     len: candidate.as_os_str().len(),
                 });
@@ -537,6 +481,31 @@ fn resolve_components(base: &Path, given: &Path) -> Result<(PathBuf, bool), Path
         }
     }
     Ok((current, exists))
+}
+
+/// Where the walk of `given` starts: `base` for a relative path; the root of an absolute one
+/// (`/`; on Windows its drive or share, `C:\\` or `\\\\server\\share\\`); on Windows, the root of
+/// `base`'s drive for a path that names the root but no drive (`\\Windows`), and the root of
+/// the drive it names for one that names a drive only (`D:x`).
+fn start(base: &Path, given: &Path) -> PathBuf {
+    let anchor = |path: &Path| -> PathBuf {
+        let mut anchor: PathBuf = path
+            .components()
+            .take_while(|c| matches!(c, Component::Prefix(_) | Component::RootDir))
+            .collect();
+        if !anchor.has_root() {
+            anchor.push(std::path::MAIN_SEPARATOR_STR);
+        }
+        anchor
+    };
+    if given.is_absolute() {
+        return anchor(given);
+    }
+    match given.components().next() {
+        Some(Component::Prefix(_)) => anchor(given),
+        Some(Component::RootDir) => anchor(base),
+        _ => base.to_owned(),
+    }
 }
 
 /// Pushes the components of `path` onto the stack so that the first is popped first.
@@ -623,276 +592,6 @@ impl ResolvedPath {
             Location::Inside { .. } | Location::Outside => self.path.display().to_string(),
         }
     }
-
-    /// Opens the path. Inside a root, the open is beneath the root handle and follows no
-    /// symlink; outside (allowed only when the caller checked approval), it follows none
-    /// either, so it opens exactly the path that was approved.
-    pub fn open(&self, kind: OpenKind) -> Result<File, PathError> {
-        match kind {
-            OpenKind::ReadFile => self.open_regular().map(|(file, _)| file),
-            OpenKind::Directory => Ok(File::from(
-                self.open_raw(OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())?,
-            )),
-            OpenKind::Handle => Ok(File::from(self.open_raw(OFlags::PATH, Mode::empty())?)),
-        }
-    }
-
-    /// Opens the directory a tool was pointed at (`ls`, `glob`, bash's `workdir`). When it does
-    /// not exist, the error names similar entries beside it ([`Self::with_similar_names`]).
-    pub fn open_existing_dir(&self) -> Result<File, PathError> {
-        self.open(OpenKind::Directory)
-            .map_err(|err| self.with_similar_names(err))
-    }
-
-    /// Opens a regular file for reading and returns it with its metadata. A FIFO, socket or
-    /// device is refused without blocking: the open is non-blocking (a flag regular files
-    /// ignore), and the type is checked on the open handle.
-    pub fn open_regular(&self) -> Result<(File, std::fs::Metadata), PathError> {
-        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY;
-        let file = File::from(self.open_raw(flags, Mode::empty())?);
-        let meta = file.metadata().map_err(|e| PathError::io(&self.path, e))?;
-        let file_type = meta.file_type();
-        if file_type.is_file() {
-            return Ok((file, meta));
-        }
-        if file_type.is_dir() {
-            return Err(PathError::IsADirectory {
-                path: self.display(),
-                hint: "; use `ls` to list it",
-            });
-        }
-        let mode = std::os::unix::fs::MetadataExt::mode(&meta);
-        Err(PathError::NotRegular {
-            path: self.display(),
-            kind: file_kind(FileType::from_raw_mode(mode)),
-        })
-    }
-
-    /// Opens with raw flags (`O_CLOEXEC` and no-follow are always added).
-    pub fn open_raw(&self, flags: OFlags, mode: Mode) -> Result<OwnedFd, PathError> {
-        let result = match &self.location {
-            Location::Inside { root, relative, .. } => {
-                open_beneath(root.fd(), relative, flags, mode)
-            }
-            Location::Outside => open_exact(&self.path, flags, mode),
-        };
-        result.map_err(|e| self.map_open_error(e))
-    }
-
-    /// Opens `rel` below this directory (beneath its root when inside one), following no
-    /// symlink. Used to open the files a walk found.
-    pub fn open_child(&self, rel: &Path, flags: OFlags) -> Result<OwnedFd, rustix::io::Errno> {
-        // `join("")` would append a `/`: the empty path is this path itself.
-        let join = |base: &Path| {
-            if rel.as_os_str().is_empty() {
-                base.to_owned()
-            } else {
-                base.join(rel)
-            }
-        };
-        match &self.location {
-            Location::Inside { root, relative, .. } => {
-                open_beneath(root.fd(), &join(relative), flags, Mode::empty())
-            }
-            Location::Outside => open_exact(&join(&self.path), flags, Mode::empty()),
-        }
-    }
-
-    /// Maps an error from opening this path to a [`PathError`] that says what to do.
-    pub fn map_open_error(&self, err: rustix::io::Errno) -> PathError {
-        match err {
-            rustix::io::Errno::LOOP | rustix::io::Errno::XDEV => PathError::Changed {
-                path: self.display(),
-            },
-            rustix::io::Errno::NOENT => PathError::NotFound {
-                path: self.display(),
-                hint: String::new(),
-            },
-            rustix::io::Errno::NOTDIR => PathError::NotADirectory {
-                path: self.display(),
-            },
-            rustix::io::Errno::ISDIR => PathError::IsADirectory {
-                path: self.display(),
-                hint: "",
-            },
-            other => PathError::io(&self.path, other.into()),
-        }
-    }
-
-    /// Opens the parent directory (beneath the root when inside one) and returns it with the
-    /// final component's name, for `*at` calls that create, rename or remove.
-    pub fn open_parent(&self) -> Result<(OwnedFd, OsString), PathError> {
-        let name = self
-            .path
-            .file_name()
-            .ok_or_else(|| PathError::IsADirectory {
-                path: self.display(),
-                hint: "",
-            })?
-            .to_owned();
-        let parent = self.path.parent().unwrap_or(Path::new("/"));
-        let flags = OFlags::PATH | OFlags::DIRECTORY;
-        let fd = match &self.location {
-            Location::Inside { root, relative, .. } => {
-                let rel_parent = relative.parent().unwrap_or(Path::new(""));
-                open_beneath(root.fd(), rel_parent, flags, Mode::empty())
-            }
-            Location::Outside => open_exact(parent, flags, Mode::empty()),
-        };
-        let fd = fd.map_err(|e| self.map_open_error(e))?;
-        Ok((fd, name))
-    }
-}
-
-/// A name for a non-regular file type, for messages.
-pub fn file_kind(kind: FileType) -> &'static str {
-    match kind {
-        FileType::RegularFile => "regular file",
-        FileType::Directory => "directory",
-        FileType::Symlink => "symlink",
-        FileType::Fifo => "FIFO",
-        FileType::Socket => "socket",
-        FileType::CharacterDevice => "character device",
-        FileType::BlockDevice => "block device",
-        FileType::Unknown => "special file",
-    }
-}
-
-/// Opens `relative` beneath `root` without following any symlink and without leaving `root`.
-pub fn open_beneath(
-    root: impl AsFd,
-    relative: &Path,
-    flags: OFlags,
-    mode: Mode,
-) -> Result<OwnedFd, rustix::io::Errno> {
-    let relative = if relative.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        relative
-    };
-    #[cfg(target_os = "linux")]
-    {
-        use rustix::fs::ResolveFlags;
-        let resolve = ResolveFlags::BENEATH
-            | ResolveFlags::NO_SYMLINKS
-            | ResolveFlags::NO_MAGICLINKS
-            | cached_only();
-        match rustix::fs::openat2(&root, relative, flags | OFlags::CLOEXEC, mode, resolve) {
-            Err(rustix::io::Errno::NOSYS) => {}
-            other => return other,
-        }
-    }
-    if super::nowait::active() {
-        // The walk cannot promise not to wait.
-        return Err(rustix::io::Errno::AGAIN);
-    }
-    open_beneath_walk(root, relative, flags, mode)
-}
-
-/// The portable form of [`open_beneath`]: one `openat(O_NOFOLLOW)` per component. Used where
-/// `openat2` is missing; `relative` must not contain `..` (resolved paths never do).
-pub fn open_beneath_walk(
-    root: impl AsFd,
-    relative: &Path,
-    flags: OFlags,
-    mode: Mode,
-) -> Result<OwnedFd, rustix::io::Errno> {
-    let names: Vec<&OsStr> = relative
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(name) => Some(Ok(name)),
-            Component::CurDir => None,
-            Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
-                Some(Err(rustix::io::Errno::XDEV))
-            }
-        })
-        .collect::<Result<_, _>>()?;
-    let step = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let Some((last, dirs)) = names.split_last() else {
-        return rustix::fs::openat(&root, ".", flags | OFlags::CLOEXEC, mode);
-    };
-    let mut dir: Option<OwnedFd> = None;
-    for name in dirs {
-        let next = match &dir {
-            Some(fd) => rustix::fs::openat(fd, *name, step, Mode::empty())?,
-            None => rustix::fs::openat(&root, *name, step, Mode::empty())?,
-        };
-        dir = Some(next);
-    }
-    let last_flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    match &dir {
-        Some(fd) => rustix::fs::openat(fd, *last, last_flags, mode),
-        None => rustix::fs::openat(&root, *last, last_flags, mode),
-    }
-}
-
-/// Opens an absolute path that must contain no symlink at all (approved paths outside roots).
-fn open_exact(path: &Path, flags: OFlags, mode: Mode) -> Result<OwnedFd, rustix::io::Errno> {
-    if own_process_entry(path) {
-        return Err(rustix::io::Errno::ACCESS);
-    }
-    #[cfg(target_os = "linux")]
-    {
-        use rustix::fs::ResolveFlags;
-        let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS | cached_only();
-        match rustix::fs::openat2(
-            rustix::fs::CWD,
-            path,
-            flags | OFlags::CLOEXEC,
-            mode,
-            resolve,
-        ) {
-            Err(rustix::io::Errno::NOSYS) => {}
-            other => return other,
-        }
-    }
-    if super::nowait::active() {
-        return Err(rustix::io::Errno::AGAIN);
-    }
-    let root = rustix::fs::open(
-        "/",
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    let relative = path.strip_prefix("/").unwrap_or(path);
-    open_beneath_walk(root, relative, flags, mode)
-}
-
-/// `RESOLVE_CACHED` inside a [`super::nowait::attempt`]: the lookup fails with `EAGAIN`
-/// unless the kernel's cache answers all of it (and with `EINVAL` before Linux 5.12).
-#[cfg(target_os = "linux")]
-fn cached_only() -> rustix::fs::ResolveFlags {
-    if super::nowait::active() {
-        rustix::fs::ResolveFlags::CACHED
-    } else {
-        rustix::fs::ResolveFlags::empty()
-    }
-}
-
-/// Inside a [`super::nowait::attempt`]: fails unless every name on the way to `given`
-/// (absolute, or relative to `base`), symlinks followed, is in the kernel's lookup cache. The
-/// resolution that follows (one `lstat` per name) then finds them there and does not wait.
-/// It decides nothing about where the path lands; [`resolve_components`] does.
-fn check_cached(base: &Root, given: &Path) -> Result<(), PathError> {
-    if !super::nowait::active() {
-        return Ok(());
-    }
-    #[cfg(target_os = "linux")]
-    {
-        use rustix::fs::ResolveFlags;
-        let flags = OFlags::PATH | OFlags::CLOEXEC;
-        let cached = ResolveFlags::CACHED | ResolveFlags::NO_MAGICLINKS;
-        let dir = if given.is_absolute() {
-            rustix::fs::CWD
-        } else {
-            base.fd().as_fd()
-        };
-        let probe = rustix::fs::openat2(dir, given, flags, Mode::empty(), cached);
-        if probe.is_ok() {
-            return Ok(());
-        }
-    }
-    Err(PathError::io(given, super::nowait::would_block()))
 }
 
 #[cfg(test)]

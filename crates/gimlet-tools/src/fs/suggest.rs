@@ -2,9 +2,8 @@
 //! not-found error. Apart from confinement (`paths.rs`), which it uses and never changes: it
 //! lists only directories inside a root, through the same confined open.
 
-use rustix::fs::{Mode, OFlags};
-
-use super::paths::{Location, PathError, ResolvedPath, open_beneath};
+use super::confine::names_beneath;
+use super::paths::{Location, PathError, ResolvedPath};
 
 impl ResolvedPath {
     /// `err` with names that look like what was meant when it says this path does not exist:
@@ -46,23 +45,14 @@ impl ResolvedPath {
         let (Some(parent), Some(wanted)) = (relative.parent(), relative.file_name()) else {
             return Vec::new();
         };
-        let Ok(dir) = open_beneath(
-            root.fd(),
-            parent,
-            OFlags::RDONLY | OFlags::DIRECTORY,
-            Mode::empty(),
-        ) else {
-            return Vec::new();
-        };
-        let Ok(reader) = rustix::fs::Dir::read_from(&dir) else {
+        let Ok(names) = names_beneath(root, parent, MAX_SIBLINGS_SCANNED) else {
             return Vec::new();
         };
         let wanted = wanted.to_string_lossy();
-        let mut close: Vec<(usize, String)> = reader
-            .filter_map(Result::ok)
-            .take(MAX_SIBLINGS_SCANNED)
-            .filter_map(|entry| {
-                let name = entry.file_name().to_str().ok()?.to_owned();
+        let mut close: Vec<(usize, String)> = names
+            .into_iter()
+            .filter_map(|name| {
+                let name = name.into_string().ok()?;
                 let score = likeness(&wanted, &name)?;
                 Some((score, name))
             })
@@ -75,7 +65,7 @@ impl ResolvedPath {
     /// last component replaced.
     fn sibling_display(&self, name: &str) -> String {
         let display = self.display();
-        match display.rfind('/') {
+        match display.rfind(['/', std::path::MAIN_SEPARATOR]) {
             Some(at) => format!("{}{name}", &display[..=at]),
             None => name.to_owned(),
         }

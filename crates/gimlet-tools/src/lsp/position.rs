@@ -4,11 +4,15 @@
 
 use std::path::{Path, PathBuf};
 
-/// A `file://` URI for an absolute path, percent-encoding what a URI path may not hold.
+/// A `file://` URI for an absolute path, percent-encoding what a URI path may not hold. On
+/// Windows `C:\src\a.rs` becomes `file:///C:/src/a.rs`, as language servers there expect.
 pub(crate) fn uri_of(path: &Path) -> lsp_types::Uri {
-    use std::os::unix::ffi::OsStrExt;
     let mut text = String::from("file://");
-    for &byte in path.as_os_str().as_bytes() {
+    let bytes = path_bytes(path);
+    if cfg!(windows) && !bytes.starts_with(b"/") {
+        text.push('/');
+    }
+    for byte in bytes {
         if byte.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@".contains(&byte) {
             text.push(char::from(byte));
         } else {
@@ -23,9 +27,17 @@ pub(crate) fn uri_of(path: &Path) -> lsp_types::Uri {
     })
 }
 
+/// A path's bytes as a URI holds them: as they are on Unix; on Windows UTF-8, with `/` for
+/// the separator.
+fn path_bytes(path: &Path) -> Vec<u8> {
+    #[cfg(unix)]
+    return std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()).to_vec();
+    #[cfg(windows)]
+    return path.to_string_lossy().replace('\\', "/").into_bytes();
+}
+
 /// The path of a `file://` URI, decoded; `None` for other schemes.
 pub(crate) fn path_of(uri: &lsp_types::Uri) -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStringExt;
     let text = uri.as_str();
     let rest = text.strip_prefix("file://")?;
     // An authority (`file://localhost/...`) before the path.
@@ -47,7 +59,20 @@ pub(crate) fn path_of(uri: &lsp_types::Uri) -> Option<PathBuf> {
             i += 1;
         }
     }
-    Some(PathBuf::from(std::ffi::OsString::from_vec(out)))
+    #[cfg(unix)]
+    return Some(PathBuf::from(
+        <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(out),
+    ));
+    #[cfg(windows)]
+    {
+        // `/C:/src/a.rs` is `C:\src\a.rs`.
+        let text = String::from_utf8(out).ok()?;
+        let text = match text.as_bytes() {
+            [b'/', drive, b':', ..] if drive.is_ascii_alphabetic() => &text[1..],
+            _ => text.as_str(),
+        };
+        Some(PathBuf::from(text.replace('/', "\\")))
+    }
 }
 
 /// The UTF-16 offset of a character column (0-based) in a line.

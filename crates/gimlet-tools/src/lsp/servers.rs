@@ -229,17 +229,43 @@ pub(crate) fn find_command(
 }
 
 fn locate(program: &str, search: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if program.contains('/') {
-        let path = PathBuf::from(program);
-        return executable(&path).then_some(path);
+    let candidates = |path: PathBuf| executables(path).into_iter();
+    if program.contains('/') || program.contains(std::path::MAIN_SEPARATOR) {
+        return candidates(PathBuf::from(program)).next();
     }
-    std::env::split_paths(search?)
-        .map(|dir| dir.join(program))
-        .find(|candidate| executable(candidate))
+    std::env::split_paths(search?).find_map(|dir| candidates(dir.join(program)).next())
+}
+
+/// The executable files a command name stands for: the file itself if it is executable. On
+/// Windows, where a name runs with any extension of `PATHEXT`, the name with each (npm installs
+/// servers as `typescript-language-server.cmd` shims; the standard library runs a `.cmd` through
+/// `cmd.exe` with its arguments quoted for it, once it is named with its extension).
+fn executables(path: PathBuf) -> Vec<PathBuf> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let executable = std::fs::metadata(&path)
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+        if executable { vec![path] } else { Vec::new() }
+    }
+    #[cfg(windows)]
+    {
+        let extensions =
+            std::env::var("PATHEXT").unwrap_or_else(|_| String::from(".COM;.EXE;.BAT;.CMD"));
+        let mut found = Vec::new();
+        if path.extension().is_some() && path.is_file() {
+            found.push(path.clone());
+        }
+        for extension in extensions.split(';').filter(|e| !e.is_empty()) {
+            let mut with = path.clone().into_os_string();
+            with.push(extension.to_ascii_lowercase());
+            let with = PathBuf::from(with);
+            if with.is_file() {
+                found.push(with);
+            }
+        }
+        found
+    }
 }
 
 /// The project root of a file for a server: the nearest directory at or above the file's

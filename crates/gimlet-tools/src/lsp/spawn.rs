@@ -147,8 +147,14 @@ fn quoted(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
+/// On Windows the helper's Job Object goes with the helper, which the caller kills: nothing
+/// to do here.
+#[cfg(windows)]
+pub(crate) fn kill_tree(_pid: u32) {}
+
 /// Kills a server and whatever it started: the helper's children (each leads its process
 /// group) and the helper; or, without a helper, the server's own group.
+#[cfg(unix)]
 pub(crate) fn kill_tree(pid: u32) {
     use rustix::process::{Pid, Signal, kill_process, kill_process_group};
     let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {

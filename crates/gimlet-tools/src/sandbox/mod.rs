@@ -29,15 +29,32 @@
 //! first argument is [`HELPER_ARG`], and point [`crate::ToolEnvBuilder::exec_helper`] at their
 //! binary.
 
+#[cfg(target_os = "linux")]
 mod confine;
 mod denied;
 mod helper;
+#[cfg(target_os = "linux")]
 mod init;
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "macos")]
+mod macos;
+#[cfg(target_os = "linux")]
 mod mounts;
+#[cfg(target_os = "linux")]
 pub(crate) mod pool;
 pub mod protected;
+#[cfg(target_os = "linux")]
 pub(crate) mod protocol;
+#[cfg(any(target_os = "macos", test))]
+mod seatbelt;
 pub(crate) mod tmp;
+#[cfg(unix)]
+mod tree_unix;
+#[cfg(windows)]
+mod tree_windows;
+#[cfg(windows)]
+mod windows;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -50,7 +67,15 @@ use crate::util::MutexExt as _;
 
 pub use denied::denial;
 pub use helper::{SANDBOX_FAILED, helper_main};
+#[cfg(target_os = "linux")]
 pub(crate) use mounts::sockets_to_hide;
+
+/// Unix sockets listening outside the writable paths, to hide from commands: only Linux hides
+/// them (by mounting over them); Seatbelt refuses them by its rules, and Windows has no sandbox.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn sockets_to_hide(_writable: &[PathBuf], _allowed: &[PathBuf]) -> Vec<PathBuf> {
+    Vec::new()
+}
 
 /// The first argument that runs the helper instead of the server.
 pub const HELPER_ARG: &str = "__exec";
@@ -85,6 +110,10 @@ pub enum Enforcement {
 }
 
 /// What the sandbox can do on this machine, found by running the helper once.
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is one mechanism that works here or not"
+)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Support {
     /// Landlock file-system rules.
@@ -100,12 +129,15 @@ pub struct Support {
     /// A PID namespace of the command's own, with a fresh `/proc`.
     #[serde(default)]
     pub pid_namespace: bool,
+    /// macOS: Seatbelt (`sandbox-exec`) confines writes and the network.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub seatbelt: bool,
 }
 
 impl Support {
     /// Whether writes and the network can be confined.
     pub fn enforceable(self) -> bool {
-        self.landlock != Enforcement::None && self.seccomp
+        (self.landlock != Enforcement::None && self.seccomp) || self.seatbelt
     }
 
     /// Whether Landlock scopes signals and abstract Unix sockets to the sandbox (ABI 6).
@@ -121,6 +153,14 @@ impl Support {
     /// What this system's sandbox lacks, in words, for the tool description and the log.
     pub fn gaps(self) -> Vec<&'static str> {
         let mut gaps = Vec::new();
+        if self.seatbelt {
+            // macOS: what Seatbelt leaves to the other layers (docs/security.md, "macOS").
+            gaps.push(
+                "macOS: commands see the other processes of the system, and a process that \
+                 leaves the command's process group is not stopped with it",
+            );
+            return gaps;
+        }
         if !self.mounts {
             gaps.push(
                 "no mount namespaces: protected files and everything outside the roots are \
@@ -278,6 +318,7 @@ impl Exec {
 }
 
 /// What a cached probe answer is valid for: this boot, this kernel, this helper binary.
+#[cfg(target_os = "linux")]
 fn probe_key(helper: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
@@ -294,6 +335,13 @@ fn probe_key(helper: &Path) -> Option<String> {
         meta.ino()
     );
     Some(crate::fs::ContentHash::of(key.as_bytes()).to_string())
+}
+
+/// Elsewhere there is no boot id to bind an answer to: the probe runs at every start (on
+/// macOS one `sandbox-exec` run, on Windows nothing).
+#[cfg(not(target_os = "linux"))]
+fn probe_key(_helper: &Path) -> Option<String> {
+    None
 }
 
 /// The probe's answer from the cache when it is still valid, else a fresh probe (saved).
@@ -356,17 +404,45 @@ fn probe(helper: &Path) -> Support {
 /// environment the process started with whatever it changes later. Sandboxed commands cannot
 /// see the server at all (their own PID namespace, no capabilities); this covers the rest:
 /// an unsandboxed command, or another program of the user.
+///
+/// On macOS and Windows this does nothing: neither has a call for it that needs no `unsafe`
+/// (macOS's `PT_DENY_ATTACH` is a `ptrace` request), and both already keep a process's
+/// environment from other users; other processes of the same user can read it there.
 pub fn shield_process() -> std::io::Result<()> {
-    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
-        .map_err(Into::into)
+    #[cfg(target_os = "linux")]
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)?;
+    Ok(())
 }
 
 /// Marks every file descriptor this process inherited, beyond the standard three, to close on
 /// `exec`, so that none reaches a command, a hook or a language server. Whatever started the
 /// server may have left some open (a host's pipes, a build tool's job server); gimlet's own
 /// are all opened close-on-exec. Call it first thing in `main`, before any thread starts.
+/// On Windows a handle is inherited only when it was made inheritable and the spawn asks for
+/// it; there is nothing to do.
 pub fn close_inherited_on_exec() {
+    #[cfg(unix)]
     close_fds::set_fds_cloexec_threadsafe(3, &[]);
+}
+
+/// The arguments that make `shell` run `command`: `-c COMMAND` for the POSIX shells;
+/// PowerShell (`pwsh`, `powershell`) gets `-NoProfile -NonInteractive -Command COMMAND` and
+/// `cmd` gets `/d /s /c COMMAND`.
+pub fn shell_invocation(shell: &Path, command: &str) -> Vec<OsString> {
+    let name = shell
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    let flags: &[&str] = match name.as_str() {
+        "pwsh" | "powershell" => &["-NoProfile", "-NonInteractive", "-Command"],
+        "cmd" => &["/d", "/s", "/c"],
+        _ => &["-c"],
+    };
+    flags
+        .iter()
+        .map(OsString::from)
+        .chain([OsString::from(command)])
+        .collect()
 }
 
 /// The helper's arguments for a plan.

@@ -529,7 +529,7 @@ impl Scan {
             }
             let restored = std::fs::symlink_metadata(link)
                 .map_or(Ok(()), |meta| remove(link, meta.is_dir()))
-                .and_then(|()| std::os::unix::fs::symlink(target, link));
+                .and_then(|()| symlink(target, link));
             notes.push(match restored {
                 Ok(()) => format!(
                     "The command replaced {}, a protected symbolic link; it was put back",
@@ -545,12 +545,43 @@ impl Scan {
     }
 }
 
-/// The identity of a path: (device, inode, kind), or `None` when it is gone.
+/// Makes a symbolic link (on Windows a file or folder link, as the target is).
+fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    return std::os::unix::fs::symlink(target, link);
+    #[cfg(windows)]
+    {
+        let resolved = link
+            .parent()
+            .map_or_else(|| target.to_owned(), |p| p.join(target));
+        if resolved.is_dir() {
+            std::os::windows::fs::symlink_dir(target, link)
+        } else {
+            std::os::windows::fs::symlink_file(target, link)
+        }
+    }
+}
+
+/// The identity of a path: (device, inode, kind), or `None` when it is gone. On Windows,
+/// where the standard library does not give a file's index, the modification time and size
+/// stand in for device and inode.
 fn identity(path: &Path) -> Option<(u64, u64, bool)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::symlink_metadata(path)
-        .ok()
-        .map(|m| (m.dev(), m.ino(), m.is_dir()))
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    #[cfg(unix)]
+    let id = {
+        use std::os::unix::fs::MetadataExt;
+        (meta.dev(), meta.ino())
+    };
+    #[cfg(windows)]
+    let id = {
+        let modified = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        (modified, meta.len())
+    };
+    Some((id.0, id.1, meta.is_dir()))
 }
 
 /// The identities of a [`Scan`]'s existing paths when it was made.
@@ -618,7 +649,14 @@ fn remove(path: &Path, dir: bool) -> std::io::Result<()> {
     }
 }
 
+/// Clears the immutable and append-only flags of a path and everything under it (Linux's
+/// `chattr` flags; macOS's `chflags` ones have no call in the crates gimlet uses, and Seatbelt
+/// refuses them outside the roots only).
+#[cfg(not(target_os = "linux"))]
+fn clear_flags(_path: &Path) {}
+
 /// Clears the immutable and append-only flags of a path and everything under it.
+#[cfg(target_os = "linux")]
 fn clear_flags(path: &Path) {
     use rustix::fs::{IFlags, Mode, OFlags};
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;

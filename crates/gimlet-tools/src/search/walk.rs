@@ -362,11 +362,10 @@ pub(crate) fn collect_files(
         let modified = match stat {
             Stat::Walker => entry.metadata().ok().and_then(|m| m.modified().ok()),
             Stat::Confined(resolved) => {
-                let flags = rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC;
-                let Ok(fd) = resolved.open_child(rel, flags) else {
+                let Ok(meta) = resolved.child_metadata(rel) else {
                     return;
                 };
-                rustix::fs::fstat(&fd).ok().map(|s| modified_of(&s))
+                meta.modified().ok()
             }
         };
         let modified = modified.unwrap_or(SystemTime::UNIX_EPOCH);
@@ -380,12 +379,6 @@ pub(crate) fn collect_files(
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     found.sort_unstable_by(|a, b| b.modified.cmp(&a.modified).then_with(|| a.rel.cmp(&b.rel)));
     Ok(found)
-}
-
-fn modified_of(stat: &rustix::fs::Stat) -> SystemTime {
-    let secs = u64::try_from(stat.st_mtime).unwrap_or(0);
-    let nanos = u32::try_from(stat.st_mtime_nsec).unwrap_or(0);
-    SystemTime::UNIX_EPOCH + std::time::Duration::new(secs, nanos)
 }
 
 /// Hands a walker thread's finds to the shared list when the thread is done.

@@ -1,28 +1,24 @@
-//! `ls`: a directory as a breadth-first tree, walked by file descriptor.
+//! `ls`: a directory as a breadth-first tree, walked by handle ([`DirHandle`]).
 //!
-//! Every directory is opened relative to its parent's descriptor with `O_NOFOLLOW`, starting
-//! from the root handle, so a directory swapped for a symlink mid-walk is simply not entered:
-//! the listing cannot reveal a name outside the roots.
+//! Every directory is opened relative to its parent's handle without following a symlink,
+//! starting from the root, so a directory swapped for a symlink mid-walk is simply not
+//! entered: the listing cannot reveal a name outside the roots.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
-use std::io::Read;
-use std::os::fd::OwnedFd;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
-use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
-use crate::fs::PathError;
+use crate::fs::{DirHandle, EntryKind, PathError};
 use crate::permission::Access;
 use crate::tool::Tool;
 use crate::vocab::{ToolFlags, ToolOutput};
@@ -125,7 +121,7 @@ enum Kind {
 /// A directory waiting to be read: its handle, path below the listed directory, and the
 /// ignore files that apply inside it (outermost first).
 struct Pending {
-    fd: OwnedFd,
+    dir: DirHandle,
     rel: PathBuf,
     ignores: Vec<Arc<Gitignore>>,
 }
@@ -146,7 +142,7 @@ fn list(args: &LsArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let inherited = inherited_ignores(ctx, &resolved.path);
     let mut tree: BTreeMap<PathBuf, Vec<Entry>> = BTreeMap::new();
     let mut queue = VecDeque::from([Pending {
-        fd: dir.into(),
+        dir: DirHandle::from_file(dir),
         rel: PathBuf::new(),
         ignores: inherited,
     }]);
@@ -163,12 +159,12 @@ fn list(args: &LsArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         }
         let abs = resolved.path.join(&pending.rel);
         let mut ignores = pending.ignores;
-        if let Some(local) = local_ignores(&pending.fd, &abs) {
+        if let Some(local) = local_ignores(&pending.dir, &abs) {
             ignores.push(Arc::new(local));
         }
-        let (mut entries, skipped) = read_entries(&pending.fd, &abs, &ignores, &user)?;
+        let (mut entries, skipped) = read_entries(&pending.dir, &abs, &ignores, &user)?;
         left_out += skipped;
-        entries.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        entries.sort_by(|a, b| a.name.as_encoded_bytes().cmp(b.name.as_encoded_bytes()));
         let room = limit - shown;
         let hidden = entries.len().saturating_sub(room);
         entries.truncate(room);
@@ -177,12 +173,9 @@ fn list(args: &LsArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
             if entry.kind != Kind::Dir {
                 continue;
             }
-            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            if let Ok(fd) =
-                rustix::fs::openat(&pending.fd, entry.name.as_os_str(), flags, Mode::empty())
-            {
+            if let Some(dir) = pending.dir.subdir(&entry.name) {
                 queue.push_back(Pending {
-                    fd,
+                    dir,
                     rel: pending.rel.join(&entry.name),
                     ignores: ignores.clone(),
                 });
@@ -236,9 +229,8 @@ fn inherited_ignores(ctx: &ToolContext, listed: &Path) -> Vec<Arc<Gitignore>> {
             break;
         }
         let rel_dir = dir.strip_prefix(root.path()).unwrap_or(Path::new(""));
-        let flags = OFlags::PATH | OFlags::DIRECTORY;
-        if let Ok(fd) = crate::fs::open_beneath(root.fd(), rel_dir, flags, Mode::empty())
-            && let Some(ignore) = local_ignores(&fd, &dir)
+        if let Some(handle) = DirHandle::beneath(root, rel_dir)
+            && let Some(ignore) = local_ignores(&handle, &dir)
         {
             ignores.push(Arc::new(ignore));
         }
@@ -251,26 +243,13 @@ fn inherited_ignores(ctx: &ToolContext, listed: &Path) -> Vec<Arc<Gitignore>> {
 }
 
 /// The `.gitignore` and `.ignore` rules of one directory, read through its handle.
-fn local_ignores(dir: &OwnedFd, abs: &Path) -> Option<Gitignore> {
+fn local_ignores(dir: &DirHandle, abs: &Path) -> Option<Gitignore> {
     let mut builder = GitignoreBuilder::new(abs);
     let mut any = false;
     for name in [".gitignore", ".ignore"] {
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        let Ok(fd) = rustix::fs::openat(dir, name, flags, Mode::empty()) else {
+        let Some(text) = dir.read_small(name.as_ref(), MAX_IGNORE_FILE) else {
             continue;
         };
-        let Ok(stat) = rustix::fs::fstat(&fd) else {
-            continue;
-        };
-        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile
-            || u64::try_from(stat.st_size).unwrap_or(u64::MAX) > MAX_IGNORE_FILE
-        {
-            continue;
-        }
-        let mut text = String::new();
-        if std::fs::File::from(fd).read_to_string(&mut text).is_err() {
-            continue;
-        }
         for line in text.lines() {
             let _ = builder.add_line(Some(abs.join(name)), line);
             any = true;
@@ -299,28 +278,21 @@ fn is_ignored(ignores: &[Arc<Gitignore>], user: &Gitignore, path: &Path, is_dir:
 
 /// A directory's entries, and how many of them the ignore rules left out.
 fn read_entries(
-    dir: &OwnedFd,
+    dir: &DirHandle,
     abs: &Path,
     ignores: &[Arc<Gitignore>],
     user: &Gitignore,
 ) -> Result<(Vec<Entry>, usize), ToolError> {
-    let reader = rustix::fs::Dir::read_from(dir)
-        .map_err(|e| ToolError::io(format!("listing {}", abs.display()), e.into()))?;
+    let items = dir
+        .entries()
+        .map_err(|e| ToolError::io(format!("listing {}", abs.display()), e))?;
     let mut entries = Vec::new();
     let mut left_out = 0;
-    for item in reader {
-        let Ok(item) = item else { continue };
-        let name = OsString::from_vec(item.file_name().to_bytes().to_vec());
-        if name == "." || name == ".." || name == ".git" {
+    for (name, kind) in items {
+        if name == ".git" {
             continue;
         }
-        let kind = match item.file_type() {
-            FileType::Unknown => {
-                rustix::fs::statat(dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)
-                    .map_or(Kind::Other, |s| kind_of(FileType::from_raw_mode(s.st_mode)))
-            }
-            known => kind_of(known),
-        };
+        let kind = kind_of(kind);
         let path = abs.join(&name);
         if is_ignored(ignores, user, &path, kind == Kind::Dir) {
             left_out += 1;
@@ -338,12 +310,12 @@ fn read_entries(
     Ok((entries, left_out))
 }
 
-fn kind_of(file_type: FileType) -> Kind {
-    match file_type {
-        FileType::Directory => Kind::Dir,
-        FileType::RegularFile => Kind::File,
-        FileType::Symlink => Kind::Symlink,
-        _ => Kind::Other,
+fn kind_of(kind: EntryKind) -> Kind {
+    match kind {
+        EntryKind::Dir => Kind::Dir,
+        EntryKind::File => Kind::File,
+        EntryKind::Symlink => Kind::Symlink,
+        EntryKind::Other => Kind::Other,
     }
 }
 

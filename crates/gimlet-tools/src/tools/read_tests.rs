@@ -152,14 +152,7 @@ async fn directories_binaries_and_fifos_get_clear_errors() {
     ws.write("prog", b"\x7fELF\x02\x01\x01\0\0\0");
     ws.write("data.bin", b"abc\0def");
     let fifo = ws.root().join("pipe");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from(0o600),
-        0,
-    )
-    .unwrap();
+    crate::testutil::make_fifo(&fifo);
     assert_eq!(
         ws.error("read", json!({"path": "dir"})).await,
         "`dir` is a directory; use `ls` to list it"

@@ -300,11 +300,13 @@ fn check_writable(staged: &Staged, resolved: &ResolvedPath) -> Result<(), WriteE
             }
         })?;
     let path = resolved.display();
-    match rustix::fs::FileType::from_raw_mode(stat.st_mode) {
-        rustix::fs::FileType::RegularFile if stat.st_nlink > 1 => Err(WriteError::HardLinked {
-            path,
-            links: stat.st_nlink,
-        }),
+    match crate::fs::raw::file_type(&stat) {
+        rustix::fs::FileType::RegularFile if crate::fs::raw::links(&stat) > 1 => {
+            Err(WriteError::HardLinked {
+                path,
+                links: crate::fs::raw::links(&stat),
+            })
+        }
         rustix::fs::FileType::RegularFile => Ok(()),
         rustix::fs::FileType::Directory => Err(WriteError::Directory { path }),
         other => Err(WriteError::NotRegular {
@@ -317,7 +319,7 @@ fn check_writable(staged: &Staged, resolved: &ResolvedPath) -> Result<(), WriteE
 fn existing_ownership(staged: &Staged) -> Option<Ownership> {
     let stat = rustix::fs::statat(&staged.dir, &staged.name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
     Some(Ownership {
-        mode: stat.st_mode & 0o7777,
+        mode: crate::fs::raw::mode(&stat) & 0o7777,
         uid: stat.st_uid,
         gid: stat.st_gid,
     })

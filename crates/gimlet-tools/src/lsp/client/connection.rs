@@ -316,10 +316,7 @@ pub(super) async fn read_loop(
     }
     let status = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
     let how = match status {
-        Ok(Ok(status)) => match (
-            status.code(),
-            std::os::unix::process::ExitStatusExt::signal(&status),
-        ) {
+        Ok(Ok(status)) => match (status.code(), signal_of(status)) {
             (Some(code), _) => format!("exited with code {code}"),
             (None, Some(signal)) => format!("was killed by signal {signal}"),
             (None, None) => String::from("exited"),
@@ -334,6 +331,17 @@ pub(super) async fn read_loop(
         other => format!("{} {how} ({other})", client.name),
     };
     client.ended(reason);
+}
+
+/// The signal that ended a process (Unix).
+fn signal_of(status: std::process::ExitStatus) -> Option<i32> {
+    #[cfg(unix)]
+    return std::os::unix::process::ExitStatusExt::signal(&status);
+    #[cfg(not(unix))]
+    {
+        let _ = status;
+        None
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 mod printer;
 
 use std::borrow::Cow;
+#[allow(unused_imports)]
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -10,7 +11,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
-use rustix::fs::OFlags;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -538,15 +538,12 @@ fn take_too_long(search: &Search<'_>) -> Vec<String> {
 }
 
 fn is_dir(resolved: &ResolvedPath) -> Result<bool, ToolError> {
-    match resolved.open_raw(OFlags::PATH, rustix::fs::Mode::empty()) {
-        Ok(fd) => {
-            let stat = rustix::fs::fstat(&fd).map_err(|e| {
-                ToolError::io(format!("searching {}", resolved.display()), e.into())
-            })?;
-            Ok(
-                rustix::fs::FileType::from_raw_mode(stat.st_mode)
-                    == rustix::fs::FileType::Directory,
-            )
+    match resolved.open(crate::fs::OpenKind::Handle) {
+        Ok(handle) => {
+            let meta = handle
+                .metadata()
+                .map_err(|e| ToolError::io(format!("searching {}", resolved.display()), e))?;
+            Ok(meta.is_dir())
         }
         Err(err) => Err(resolved.with_similar_names(err).into()),
     }
@@ -576,11 +573,9 @@ fn search_file(
     mode: OutputMode,
     cap: Option<u64>,
 ) -> FileResult {
-    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-    let Ok(fd) = target.base.open_child(&found.rel, flags) else {
+    let Ok(file) = target.base.open_child_read(&found.rel) else {
         return FileResult::Skipped;
     };
-    let file = File::from(fd);
     // Only regular files: a FIFO found by the walk must not be read.
     let Ok(meta) = file.metadata() else {
         return FileResult::Skipped;

@@ -1,0 +1,1 @@
+//! Opening resolved paths on Windows (see the module docs when written).
