@@ -30,7 +30,8 @@ pub(crate) struct App {
     peers: Mutex<Vec<Peer<RoleServer>>>,
     /// 2026-07-28 clients listening for list changes (`subscriptions/listen`).
     listeners: Mutex<Vec<SubscriptionSink>>,
-    /// Reads the config again (SIGHUP).
+    /// Reads the config again (SIGHUP; Windows has none).
+    #[cfg_attr(windows, allow(dead_code))]
     reload: Option<crate::Reload>,
     ask_timeout: Duration,
     /// Whether results carry `structuredContent`.
@@ -139,6 +140,7 @@ impl App {
     }
 
     /// Whether the config can be read again (a reload was configured).
+    #[cfg_attr(windows, allow(dead_code))]
     pub(crate) fn reloads(&self) -> bool {
         self.reload.is_some()
     }
@@ -176,6 +178,7 @@ impl App {
 
     /// Reads the config again: the new policy applies to calls that start from now on, and
     /// when the tool list changed, every client is told (`notifications/tools/list_changed`).
+    #[cfg_attr(windows, allow(dead_code))]
     pub(crate) async fn reload(&self) {
         let Some(reload) = &self.reload else {
             return;
@@ -210,6 +213,7 @@ impl App {
     }
 
     /// Tells every client that the tool list changed.
+    #[cfg_attr(windows, allow(dead_code))]
     async fn notify_tools_changed(&self) {
         let peers: Vec<Peer<RoleServer>> = {
             let mut peers = self.peers.locked();

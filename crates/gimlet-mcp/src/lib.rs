@@ -169,7 +169,12 @@ async fn start_app(
     Ok(app::App::start(config.env, config.registry, settings).await)
 }
 
+/// Windows has no SIGHUP: the config is read at start only.
+#[cfg(windows)]
+fn reload_on_hangup(_app: &Arc<app::App>) {}
+
 /// Reloads the config on every SIGHUP, for as long as the app lives.
+#[cfg(unix)]
 fn reload_on_hangup(app: &Arc<app::App>) {
     use tokio::signal::unix::{SignalKind, signal};
     if !app.reloads() {
@@ -210,7 +215,27 @@ pub(crate) fn new_id(prefix: &str) -> String {
     }
 }
 
+/// Resolves on Ctrl+C, Ctrl+Break, the console closing or the system shutting down.
+#[cfg(windows)]
+pub(crate) async fn shutdown_signal() {
+    use tokio::signal::windows::{ctrl_break, ctrl_close, ctrl_shutdown};
+    let ctrl_c = tokio::signal::ctrl_c();
+    let (Ok(mut brk), Ok(mut close), Ok(mut shutdown)) =
+        (ctrl_break(), ctrl_close(), ctrl_shutdown())
+    else {
+        let _ = ctrl_c.await;
+        return;
+    };
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = brk.recv() => {}
+        _ = close.recv() => {}
+        _ = shutdown.recv() => {}
+    }
+}
+
 /// Resolves on SIGINT or SIGTERM.
+#[cfg(unix)]
 pub(crate) async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};
     let ctrl_c = tokio::signal::ctrl_c();

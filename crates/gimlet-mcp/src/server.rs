@@ -107,9 +107,9 @@ fn open_client_roots(uris: &[String]) -> Vec<Arc<Root>> {
     roots
 }
 
-/// The path of a `file://` URI (`file:///a%20b` -> `/a b`); `None` for other URIs or hosts.
+/// The path of a `file://` URI (`file:///a%20b` -> `/a b`; on Windows `file:///C:/a` ->
+/// `C:\a`); `None` for other URIs or hosts.
 fn file_uri_path(uri: &str) -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStringExt;
     let rest = uri.strip_prefix("file://")?;
     let rest = rest.strip_prefix("localhost").unwrap_or(rest);
     if !rest.starts_with('/') {
@@ -135,7 +135,19 @@ fn file_uri_path(uri: &str) -> Option<PathBuf> {
     if out.contains(&0) {
         return None;
     }
-    Some(PathBuf::from(std::ffi::OsString::from_vec(out)))
+    #[cfg(unix)]
+    return Some(PathBuf::from(
+        <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(out),
+    ));
+    #[cfg(windows)]
+    {
+        let text = String::from_utf8(out).ok()?;
+        let text = match text.as_bytes() {
+            [b'/', drive, b':', ..] if drive.is_ascii_alphabetic() => &text[1..],
+            _ => text.as_str(),
+        };
+        Some(PathBuf::from(text.replace('/', "\\")))
+    }
 }
 
 /// Outputs this session saved, readable back as `gimlet://output/<id>` resources.

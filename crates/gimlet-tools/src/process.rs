@@ -146,6 +146,10 @@ type OutputPipe = tokio::net::unix::pipe::Receiver;
 #[cfg(windows)]
 type OutputPipe = tokio::fs::File;
 
+#[cfg_attr(
+    windows,
+    expect(clippy::unnecessary_wraps, reason = "Unix can fail here")
+)]
 fn output_pipe(reader: std::io::PipeReader) -> std::io::Result<OutputPipe> {
     #[cfg(unix)]
     return tokio::net::unix::pipe::Receiver::from_owned_fd(std::os::fd::OwnedFd::from(reader));
@@ -473,10 +477,11 @@ impl Running {
 pub(crate) fn code_of(status: Option<std::process::ExitStatus>) -> i32 {
     status.map_or(-1, |s| {
         #[cfg(unix)]
-        let signal = std::os::unix::process::ExitStatusExt::signal(&s);
+        return s.code().unwrap_or_else(|| {
+            128 + std::os::unix::process::ExitStatusExt::signal(&s).unwrap_or(0)
+        });
         #[cfg(not(unix))]
-        let signal: Option<i32> = None;
-        s.code().unwrap_or_else(|| 128 + signal.unwrap_or(0))
+        s.code().unwrap_or(-1)
     })
 }
 

@@ -500,8 +500,8 @@ pub struct DirHandle {
 }
 
 impl DirHandle {
-    /// The folder a [`ResolvedPath::open_existing_dir`] opened.
-    pub fn from_file(dir: File) -> Self {
+    /// The folder `resolved`, which [`ResolvedPath::open_existing_dir`] opened as `dir`.
+    pub fn from_file(dir: File, _resolved: &ResolvedPath) -> Self {
         Self { fd: dir.into() }
     }
 

@@ -7,11 +7,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::atomic_write::Ownership;
 use super::file_state::ContentHash;
+use super::write::Ownership;
 
 use crate::util::MutexExt as _;
 
+#[cfg(unix)]
+mod intent;
+#[cfg(windows)]
+#[path = "journal/intent_windows.rs"]
 mod intent;
 
 pub use intent::{CommitError, Step, commit_all, recover_pending};

@@ -1,6 +1,10 @@
 //! File system access for tools: roots and confinement, file state, atomic writes, path
 //! locks, and the undo journal.
 
+#[cfg(unix)]
+mod atomic_write;
+#[cfg(windows)]
+#[path = "atomic_write_windows.rs"]
 mod atomic_write;
 #[cfg(unix)]
 mod confine_unix;
@@ -16,12 +20,11 @@ mod raw;
 #[cfg(target_os = "linux")]
 mod spares;
 mod suggest;
+mod write;
 
 pub use atomic_write::{
-    Expected, FileId, Ownership, WriteError, create_parents, remove_checked, remove_file,
-    write_atomic, write_checked, write_checked_against,
+    create_parents, remove_checked, remove_file, write_atomic, write_checked, write_checked_against,
 };
-#[cfg(unix)]
 pub use confine::{DirHandle, EntryKind};
 #[cfg(unix)]
 use confine_unix as confine;
@@ -36,3 +39,4 @@ pub use paths::{
     Location, MAX_COMPONENT_BYTES, MAX_PATH_BYTES, OpenKind, PathError, ResolvedPath, Root,
     RootSet, canonical, implicit_root, implicit_root_here,
 };
+pub use write::{Expected, FileId, Ownership, WriteError};

@@ -213,6 +213,10 @@ pub struct Root {
     #[cfg(unix)]
     pub(super) handle: std::os::fd::OwnedFd,
     #[cfg(windows)]
+    #[expect(
+        dead_code,
+        reason = "held for what it keeps from happening, never read"
+    )]
     pub(super) handle: File,
 }
 

@@ -240,6 +240,10 @@ fn locate(program: &str, search: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
 /// Windows, where a name runs with any extension of `PATHEXT`, the name with each (npm installs
 /// servers as `typescript-language-server.cmd` shims; the standard library runs a `.cmd` through
 /// `cmd.exe` with its arguments quoted for it, once it is named with its extension).
+#[cfg_attr(
+    windows,
+    expect(clippy::needless_pass_by_value, reason = "Unix moves it")
+)]
 fn executables(path: PathBuf) -> Vec<PathBuf> {
     #[cfg(unix)]
     {

@@ -75,6 +75,7 @@ pub(crate) fn start(exec: &Exec, bash: &BashSettings, launch: &Launch) -> Result
             command
                 .args(&launch.command[1..])
                 .current_dir(&launch.workdir);
+            #[cfg(unix)]
             command.process_group(0);
             command
         }

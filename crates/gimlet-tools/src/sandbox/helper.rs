@@ -86,6 +86,7 @@ pub(super) fn eprintln_quiet(message: &str) {
 }
 
 /// The exit code as shells report it: the code, or 128 + the signal.
+#[cfg(unix)]
 pub(super) fn exit_code(code: Option<i32>, signal: Option<i32>) -> i32 {
     code.unwrap_or_else(|| 128 + signal.unwrap_or(0))
 }

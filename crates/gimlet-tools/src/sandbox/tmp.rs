@@ -8,12 +8,8 @@
 //! taken belongs to a session that is gone, and the first session of a later server removes
 //! it.
 
-use std::os::fd::OwnedFd;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Once;
-
-use rustix::fs::{FlockOperation, Mode, OFlags};
 
 /// The name every session temp directory starts with.
 const PREFIX: &str = "gimlet-tmp-";
@@ -22,7 +18,7 @@ const PREFIX: &str = "gimlet-tmp-";
 #[derive(Debug)]
 pub(crate) struct SessionTmp {
     dir: tempfile::TempDir,
-    _lock: OwnedFd,
+    _lock: Lock,
 }
 
 impl SessionTmp {
@@ -36,16 +32,13 @@ impl SessionTmp {
                 tracing::debug!(removed, "removed temp directories of gone sessions");
             }
         });
-        let dir = tempfile::Builder::new()
-            .prefix(PREFIX)
-            .permissions(std::fs::Permissions::from_mode(0o700))
-            .tempdir_in(&parent)?;
-        let lock = rustix::fs::open(
-            dir.path(),
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-        rustix::fs::flock(&lock, FlockOperation::NonBlockingLockExclusive)?;
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(PREFIX);
+        // On Windows the user's temp folder is private to them already.
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
+        let dir = builder.tempdir_in(&parent)?;
+        let lock = Lock::take(dir.path())?;
         Ok(Self { dir, _lock: lock })
     }
 
@@ -58,7 +51,6 @@ impl SessionTmp {
 /// Removes the session temp directories in `parent` that belong to this user and to no live
 /// session (nobody holds their lock). Returns how many went.
 pub(crate) fn sweep(parent: &Path) -> usize {
-    let me = rustix::process::geteuid().as_raw();
     let Ok(entries) = std::fs::read_dir(parent) else {
         return 0;
     };
@@ -71,29 +63,77 @@ pub(crate) fn sweep(parent: &Path) -> usize {
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
             continue;
         };
-        if !meta.is_dir() || meta.uid() != me {
+        if !meta.is_dir() || !mine(&meta) {
             continue;
         }
-        let Ok(dir) = rustix::fs::open(
-            &path,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) else {
+        // Held: a live session's. Taken: its session is gone (the lock went with it).
+        let Ok(lock) = Lock::take(&path) else {
             continue;
         };
-        // Held: a live session's. Taken: its session is gone (the lock went with it).
-        if rustix::fs::flock(&dir, FlockOperation::NonBlockingLockExclusive).is_ok()
-            && std::fs::remove_dir_all(&path).is_ok()
-        {
+        drop(lock);
+        if std::fs::remove_dir_all(&path).is_ok() {
             removed += 1;
         }
     }
     removed
 }
 
+/// Whether a folder belongs to this user (on Windows the temp folder is the user's own).
+fn mine(meta: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    return std::os::unix::fs::MetadataExt::uid(meta) == rustix::process::geteuid().as_raw();
+    #[cfg(windows)]
+    {
+        let _ = meta;
+        true
+    }
+}
+
+/// The exclusive lock a live session holds on its temp directory: an `flock` on the folder
+/// (Unix); on Windows, a `.lock` file in it opened without sharing, which nobody else can open
+/// while the session lives. Either goes with the process, however it ends.
+#[derive(Debug)]
+struct Lock {
+    #[cfg(unix)]
+    _fd: std::os::fd::OwnedFd,
+    #[cfg(windows)]
+    _file: std::fs::File,
+}
+
+impl Lock {
+    /// Takes the lock of `dir`, or fails at once when someone holds it.
+    fn take(dir: &Path) -> std::io::Result<Self> {
+        #[cfg(unix)]
+        {
+            use rustix::fs::{FlockOperation, Mode, OFlags};
+            let fd = rustix::fs::open(
+                dir,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+            rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive)?;
+            Ok(Self { _fd: fd })
+        }
+        #[cfg(windows)]
+        {
+            use std::os::windows::fs::OpenOptionsExt;
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .share_mode(0)
+                .open(dir.join(".lock"))?;
+            Ok(Self { _file: file })
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rustix::fs::{FlockOperation, Mode, OFlags};
+    use std::os::unix::fs::MetadataExt;
 
     #[test]
     fn a_live_sessions_directory_stays_and_a_gone_ones_is_swept() {

@@ -6,11 +6,6 @@
 //! left in the job, at once (Windows has no TERM to send first). A process cannot leave the
 //! job: breakaway is not allowed.
 
-#![expect(
-    clippy::disallowed_methods,
-    reason = "the helper is synchronous and may block"
-)]
-
 use std::io::Read;
 use std::process::{Command, Stdio};
 

@@ -142,7 +142,7 @@ fn list(args: &LsArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let inherited = inherited_ignores(ctx, &resolved.path);
     let mut tree: BTreeMap<PathBuf, Vec<Entry>> = BTreeMap::new();
     let mut queue = VecDeque::from([Pending {
-        dir: DirHandle::from_file(dir),
+        dir: DirHandle::from_file(dir, &resolved),
         rel: PathBuf::new(),
         ignores: inherited,
     }]);

@@ -44,7 +44,7 @@ fn swapper(root: PathBuf, outside: PathBuf, stop: Arc<AtomicBool>) -> std::threa
 }
 
 /// Calls race a directory swapped for a symlink: none reads or writes outside.
-pub async fn a_directory_swapped_for_a_symlink_never_lets_a_call_out() {
+pub(crate) async fn a_directory_swapped_for_a_symlink_never_lets_a_call_out() {
     let root = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
     let spill = tempfile::tempdir().unwrap();
@@ -120,7 +120,7 @@ pub async fn a_directory_swapped_for_a_symlink_never_lets_a_call_out() {
 }
 
 /// A root with a few links in and out, and a file outside.
-pub struct Tree {
+pub(crate) struct Tree {
     _root: tempfile::TempDir,
     _outside: tempfile::TempDir,
     root: PathBuf,
@@ -128,7 +128,7 @@ pub struct Tree {
     roots: RootSet,
 }
 
-pub fn tree() -> Tree {
+pub(crate) fn tree() -> Tree {
     let root_dir = tempfile::tempdir().unwrap();
     let outside_dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(root_dir.path()).unwrap();
@@ -150,7 +150,7 @@ pub fn tree() -> Tree {
     }
 }
 
-pub fn component() -> impl Strategy<Value = String> {
+pub(crate) fn component() -> impl Strategy<Value = String> {
     prop_oneof![
         Just(String::from("..")),
         Just(String::from(".")),
@@ -173,7 +173,7 @@ fn is_within(path: &Path, base: &Path) -> bool {
 
 /// Whatever the path, a resolution inside the root names a place inside the root, and opening
 /// it reaches only what lies inside; nothing ever opens the outside file.
-pub fn resolver_case(parts: &[String], absolute: u8) -> Result<(), TestCaseError> {
+pub(crate) fn resolver_case(parts: &[String], absolute: u8) -> Result<(), TestCaseError> {
     let tree = tree();
     let rel = parts.join("/");
     let input = match absolute {
