@@ -4,8 +4,12 @@
 //!
 //! Every attack runs as the user running the tests and, when that is root, again as an
 //! ordinary user (the server started under `setpriv` as `nobody`, in a workspace `nobody`
-//! owns): the sandbox takes another path without root (an unprivileged user namespace). The
-//! root-only attacks (`chattr +i`, `setcap`, `chown`) skip with a reason when not root.
+//! owns): the sandbox takes another path without root (an unprivileged user namespace). That
+//! pass runs a copy of the test build of `gimlet` (a hard link where it can be) in a temp
+//! folder `nobody` can reach, since the checkout may lie where `nobody` cannot (root's home,
+//! 0700); it is skipped, saying why, when `nobody` cannot run even that. The root-only attacks
+//! (`chattr +i`, `setcap`, `chown`) skip with a reason when not root. Processes a test starts
+//! itself are killed when it ends, passed or failed ([`Reaped`], [`Leftovers`]).
 //!
 //! Planted git metadata is checked the way it would bite: by running `git status` and
 //! `git commit` outside the sandbox afterwards, with a clean configuration, and checking that
@@ -15,7 +19,8 @@
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command as StdCommand, Output, Stdio};
+use std::process::{Child, Command as StdCommand, Output, Stdio};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use rmcp::ServiceExt;
@@ -50,6 +55,7 @@ fn skip(why: &str) {
 
 /// The users to attack as, or none when the sandbox cannot work here.
 fn users() -> Vec<User> {
+    static NOBODY_CAN_RUN: OnceLock<Result<(), String>> = OnceLock::new();
     if !crate::common::sandbox_works() {
         skip("this kernel cannot enforce the sandbox (Landlock and seccomp)");
         return Vec::new();
@@ -62,7 +68,97 @@ fn users() -> Vec<User> {
         skip("no /usr/bin/setpriv: the attacks run only as root");
         return vec![User::Invoker];
     }
+    let check = NOBODY_CAN_RUN.get_or_init(|| {
+        let copy = NobodysBinary::get().map_err(|e| format!("copying the binary: {e}"))?;
+        let status = nobody_command("/bin/sh")
+            .args([
+                "-c",
+                "test -x \"$0\"",
+                copy.path.to_str().unwrap_or_default(),
+            ])
+            .status()
+            .map_err(|e| e.to_string())?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("`nobody` cannot run {}", copy.path.display()))
+        }
+    });
+    if let Err(why) = check {
+        skip(&format!("{why}: the attacks run only as root"));
+        return vec![User::Invoker];
+    }
     vec![User::Invoker, User::Nobody]
+}
+
+/// `program` run as `nobody`, through `setpriv`.
+fn nobody_command(program: impl AsRef<std::ffi::OsStr>) -> StdCommand {
+    let mut command = StdCommand::new("/usr/bin/setpriv");
+    command
+        .arg(format!("--reuid={NOBODY}"))
+        .arg(format!("--regid={NOBODY}"))
+        .arg("--clear-groups")
+        .arg(program);
+    command
+}
+
+/// The test build of `gimlet` where `nobody` can run it: a folder of its own (0755) in the temp
+/// directory, holding a hard link to the binary (or a copy, across file systems or where the
+/// binary is not executable by others), so that the pass as `nobody` works from any checkout,
+/// root's 0700 home included. Shared by the labs that run at the same time, and removed when
+/// the last of them ends.
+struct NobodysBinary {
+    path: PathBuf,
+    _dir: TempDir,
+}
+
+impl NobodysBinary {
+    fn get() -> std::io::Result<Arc<Self>> {
+        static SHARED: Mutex<Weak<NobodysBinary>> = Mutex::new(Weak::new());
+        let mut shared = SHARED.lock().unwrap();
+        if let Some(binary) = shared.upgrade() {
+            return Ok(binary);
+        }
+        let dir = tempfile::Builder::new().prefix("gimlet-bin").tempdir()?;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
+        let path = dir.path().join("gimlet");
+        let executable_by_all = std::fs::metadata(binary())?.mode() & 0o005 == 0o005;
+        if !executable_by_all || std::fs::hard_link(binary(), &path).is_err() {
+            std::fs::copy(binary(), &path)?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+        }
+        let made = Arc::new(Self { path, _dir: dir });
+        *shared = Arc::downgrade(&made);
+        Ok(made)
+    }
+}
+
+/// A process a test started itself: killed and reaped when dropped, so that a failed
+/// assertion does not leave it running.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Every process whose command line holds a marker, killed when this is dropped: what a test
+/// had started through the server, should the server have failed to stop it.
+struct Leftovers(String);
+
+impl Drop for Leftovers {
+    fn drop(&mut self) {
+        for pid in processes_with(&self.0) {
+            if let Some(pid) = i32::try_from(pid)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw)
+            {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+    }
 }
 
 /// A server in a workspace, with a folder outside the roots, all owned by one user.
@@ -72,6 +168,8 @@ struct Lab {
     outside: TempDir,
     home: TempDir,
     _tmp: Option<TempDir>,
+    /// The binary `nobody` runs, for as long as the server runs.
+    _binary: Option<Arc<NobodysBinary>>,
 }
 
 /// How to start a [`Lab`].
@@ -106,15 +204,13 @@ impl Lab {
                 (tmp.path().to_owned(), Some(tmp))
             }
         };
-        let mut command = match user {
-            User::Invoker => tokio::process::Command::new(binary()),
-            User::Nobody => {
-                let mut command = tokio::process::Command::new("/usr/bin/setpriv");
-                command
-                    .arg(format!("--reuid={NOBODY}"))
-                    .arg(format!("--regid={NOBODY}"))
-                    .arg("--clear-groups")
-                    .arg(binary());
+        let nobodys = (user == User::Nobody).then(|| NobodysBinary::get().unwrap());
+        let mut command = match &nobodys {
+            None => tokio::process::Command::new(binary()),
+            Some(copy) => {
+                let mut command = tokio::process::Command::from(nobody_command(&copy.path));
+                // Not the checkout, which `nobody` may not reach.
+                command.current_dir(root.path());
                 command
             }
         };
@@ -152,6 +248,7 @@ impl Lab {
             outside,
             home,
             _tmp: owned_tmp,
+            _binary: nobodys,
         }
     }
 
@@ -167,15 +264,7 @@ impl Lab {
     fn as_user(&self, program: &str) -> StdCommand {
         match self.user {
             User::Invoker => StdCommand::new(program),
-            User::Nobody => {
-                let mut command = StdCommand::new("/usr/bin/setpriv");
-                command
-                    .arg(format!("--reuid={NOBODY}"))
-                    .arg(format!("--regid={NOBODY}"))
-                    .arg("--clear-groups")
-                    .arg(program);
-                command
-            }
+            User::Nobody => nobody_command(program),
         }
     }
 
@@ -684,7 +773,7 @@ async fn commands_cannot_signal_processes_outside() {
     for user in users() {
         let lab = Lab::start(user).await;
         let mark = marker();
-        let mut victim = lab.as_user("sleep").arg(&mark).spawn().unwrap();
+        let mut victim = Reaped(lab.as_user("sleep").arg(&mark).spawn().unwrap());
         assert!(eventually(Duration::from_secs(2), || !processes_with(&mark).is_empty()).await);
         let pids = processes_with(&mark);
         let said = lab
@@ -696,9 +785,8 @@ async fn commands_cannot_signal_processes_outside() {
                     .join(" ")
             ))
             .await;
-        let alive = victim.try_wait().unwrap().is_none();
-        let _ = victim.kill();
-        let _ = victim.wait();
+        let alive = victim.0.try_wait().unwrap().is_none();
+        drop(victim);
         assert!(
             alive,
             "{user:?}: a sandboxed command killed a process outside:\n{said}"
@@ -1064,6 +1152,7 @@ async fn stdin_closing_ends_the_server_and_its_commands_quickly() {
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let mark = marker();
+    let _leftovers = Leftovers(mark.clone());
     crate::common::write_lines(
         &mut stdin,
         &[
