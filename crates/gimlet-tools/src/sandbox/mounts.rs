@@ -389,6 +389,52 @@ mod tests {
     }
 
     #[test]
+    fn mount_points_are_made_without_following_what_a_command_left_in_the_way() {
+        use std::os::unix::fs::symlink;
+        let top = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("file"), "keep").unwrap();
+        let open_top = || {
+            rustix::fs::open(
+                top.path(),
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .unwrap()
+        };
+        let is_real_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+
+        // Nothing there: the folders are made.
+        mount_point(&open_top(), Path::new("a/b"), true).unwrap();
+        assert!(is_real_dir(&top.path().join("a/b")));
+        // A link on the way to a folder outside goes; nothing is made out there.
+        symlink(outside.path(), top.path().join("link")).unwrap();
+        mount_point(&open_top(), Path::new("link/root"), true).unwrap();
+        assert!(is_real_dir(&top.path().join("link/root")));
+        assert!(!outside.path().join("root").exists());
+        // A file in the way goes; a folder in the way stays, with what it holds.
+        std::fs::write(top.path().join("file"), "x").unwrap();
+        mount_point(&open_top(), Path::new("file"), true).unwrap();
+        assert!(is_real_dir(&top.path().join("file")));
+        std::fs::write(top.path().join("a/b/kept"), "x").unwrap();
+        mount_point(&open_top(), Path::new("a/b"), true).unwrap();
+        assert!(top.path().join("a/b/kept").exists());
+        // A socket's point is a file: a link there to a file outside goes, the file stays.
+        symlink(outside.path().join("file"), top.path().join("agent.sock")).unwrap();
+        let point = mount_point(&open_top(), Path::new("agent.sock"), false).unwrap();
+        assert!(
+            rustix::fs::fstat(&point).is_ok_and(|st| FileType::from_raw_mode(st.st_mode).is_file())
+        );
+        assert!(
+            std::fs::symlink_metadata(top.path().join("agent.sock")).is_ok_and(|m| m.is_file())
+        );
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("file")).unwrap(),
+            "keep"
+        );
+    }
+
+    #[test]
     fn the_socket_table_gives_existing_sockets() {
         // Whatever this machine has: every path listed exists as a socket.
         for path in listening_sockets() {
