@@ -421,6 +421,22 @@ pub fn rss_kib(pid: u32) -> u64 {
 }
 
 /// Whether the sandbox works on this machine (the helper's probe).
+/// A temp folder outside the roots that a sandboxed command can see (read-only): in
+/// `/var/tmp` where there is one, since a sandboxed command's `/tmp` is its session's own and
+/// does not show the machine's. Tests that aim a command at a folder outside the roots use it.
+pub fn outside_tempdir() -> TempDir {
+    let var_tmp = Path::new("/var/tmp");
+    let parent = if var_tmp.is_dir() {
+        var_tmp.to_owned()
+    } else {
+        std::env::temp_dir()
+    };
+    tempfile::Builder::new()
+        .prefix("gimlet-outside")
+        .tempdir_in(parent)
+        .unwrap()
+}
+
 pub fn sandbox_works() -> bool {
     let out = std::process::Command::new(binary())
         .args(["__exec", "--probe"])

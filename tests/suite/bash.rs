@@ -266,7 +266,7 @@ async fn the_sandbox_confines_writes_and_the_network() {
         return;
     }
     let gimlet = Gimlet::start().await;
-    let outside = tempfile::tempdir().unwrap();
+    let outside = crate::common::outside_tempdir();
     let target = outside.path().join("escaped.txt");
     let text = ok_text(
         &gimlet
@@ -335,7 +335,7 @@ async fn a_blocked_command_runs_again_outside_the_sandbox_when_the_user_approves
         ElicitResult::new(ElicitationAction::Accept).with_content(json!({"decision": "allow_once"}))
     });
     let gimlet = Gimlet::start_with(client, &[]).await;
-    let outside = tempfile::tempdir().unwrap();
+    let outside = crate::common::outside_tempdir();
     let target = outside.path().join("approved.txt");
     let text = ok_text(&gimlet.call("bash", json!({"command": format!("echo ok > {} && cat {}", target.display(), target.display())})).await);
     assert!(
@@ -453,7 +453,7 @@ async fn allow_outside_the_sandbox_for_the_session_covers_the_next_such_command(
         return;
     }
     let gimlet = Gimlet::start_with(answering_outside("allow_session"), &[]).await;
-    let outside = tempfile::tempdir().unwrap();
+    let outside = crate::common::outside_tempdir();
     let first = outside.path().join("one");
     let text = ok_text(
         &gimlet
@@ -506,7 +506,7 @@ async fn a_session_grant_to_run_without_asking_does_not_let_a_command_leave_the_
     // Strict mode asks before every command; the user allows `touch*` for the session, and
     // declines running it outside the sandbox.
     let gimlet = Gimlet::start_with(answering_outside("deny"), &["--mode", "strict"]).await;
-    let outside = tempfile::tempdir().unwrap();
+    let outside = crate::common::outside_tempdir();
     let target = outside.path().join("t");
     for round in 1..=2 {
         let text = ok_text(
@@ -535,7 +535,7 @@ async fn a_plugin_the_sandbox_stopped_is_run_again_outside_when_approved() {
         skip("this kernel cannot enforce the sandbox (Landlock and seccomp)");
         return;
     }
-    let outside = tempfile::tempdir().unwrap();
+    let outside = crate::common::outside_tempdir();
     let target = outside.path().join("plugin.txt");
     let config = format!(
         "[[plugins]]\nname = \"outside\"\ndescription = \"writes outside\"\n\

@@ -4,8 +4,16 @@
 //!
 //! Every attack runs as the user running the tests and, when that is root, again as an
 //! ordinary user (the server started under `setpriv` as `nobody`, in a workspace `nobody`
-//! owns): the sandbox takes another path without root (an unprivileged user namespace). The
-//! root-only attacks (`chattr +i`, `setcap`, `chown`) skip with a reason when not root.
+//! owns): the sandbox takes another path without root (an unprivileged user namespace). That
+//! pass runs a copy of the test build of `gimlet` (a hard link where it can be) in a temp
+//! folder `nobody` can reach, since the checkout may lie where `nobody` cannot (root's home,
+//! 0700); it is skipped, saying why, when `nobody` cannot run even that. The root-only attacks
+//! (`chattr +i`, `setcap`, `chown`) skip with a reason when not root. Processes a test starts
+//! itself are killed when it ends, passed or failed ([`Reaped`], [`Leftovers`]).
+//!
+//! The folder outside the roots that attacks aim at lies outside the machine's `/tmp`
+//! ([`crate::common::outside_tempdir`]): a sandboxed command has a `/tmp` of its own, so an
+//! attack on a path in the machine's `/tmp` would fail for want of the path, proving nothing.
 //!
 //! Planted git metadata is checked the way it would bite: by running `git status` and
 //! `git commit` outside the sandbox afterwards, with a clean configuration, and checking that
@@ -15,7 +23,8 @@
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command as StdCommand, Output, Stdio};
+use std::process::{Child, Command as StdCommand, Output, Stdio};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use rmcp::ServiceExt;
@@ -50,6 +59,7 @@ fn skip(why: &str) {
 
 /// The users to attack as, or none when the sandbox cannot work here.
 fn users() -> Vec<User> {
+    static NOBODY_CAN_RUN: OnceLock<Result<(), String>> = OnceLock::new();
     if !crate::common::sandbox_works() {
         skip("this kernel cannot enforce the sandbox (Landlock and seccomp)");
         return Vec::new();
@@ -62,7 +72,97 @@ fn users() -> Vec<User> {
         skip("no /usr/bin/setpriv: the attacks run only as root");
         return vec![User::Invoker];
     }
+    let check = NOBODY_CAN_RUN.get_or_init(|| {
+        let copy = NobodysBinary::get().map_err(|e| format!("copying the binary: {e}"))?;
+        let status = nobody_command("/bin/sh")
+            .args([
+                "-c",
+                "test -x \"$0\"",
+                copy.path.to_str().unwrap_or_default(),
+            ])
+            .status()
+            .map_err(|e| e.to_string())?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("`nobody` cannot run {}", copy.path.display()))
+        }
+    });
+    if let Err(why) = check {
+        skip(&format!("{why}: the attacks run only as root"));
+        return vec![User::Invoker];
+    }
     vec![User::Invoker, User::Nobody]
+}
+
+/// `program` run as `nobody`, through `setpriv`.
+fn nobody_command(program: impl AsRef<std::ffi::OsStr>) -> StdCommand {
+    let mut command = StdCommand::new("/usr/bin/setpriv");
+    command
+        .arg(format!("--reuid={NOBODY}"))
+        .arg(format!("--regid={NOBODY}"))
+        .arg("--clear-groups")
+        .arg(program);
+    command
+}
+
+/// The test build of `gimlet` where `nobody` can run it: a folder of its own (0755) in the temp
+/// directory, holding a hard link to the binary (or a copy, across file systems or where the
+/// binary is not executable by others), so that the pass as `nobody` works from any checkout,
+/// root's 0700 home included. Shared by the labs that run at the same time, and removed when
+/// the last of them ends.
+struct NobodysBinary {
+    path: PathBuf,
+    _dir: TempDir,
+}
+
+impl NobodysBinary {
+    fn get() -> std::io::Result<Arc<Self>> {
+        static SHARED: Mutex<Weak<NobodysBinary>> = Mutex::new(Weak::new());
+        let mut shared = SHARED.lock().unwrap();
+        if let Some(binary) = shared.upgrade() {
+            return Ok(binary);
+        }
+        let dir = tempfile::Builder::new().prefix("gimlet-bin").tempdir()?;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
+        let path = dir.path().join("gimlet");
+        let executable_by_all = std::fs::metadata(binary())?.mode() & 0o005 == 0o005;
+        if !executable_by_all || std::fs::hard_link(binary(), &path).is_err() {
+            std::fs::copy(binary(), &path)?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+        }
+        let made = Arc::new(Self { path, _dir: dir });
+        *shared = Arc::downgrade(&made);
+        Ok(made)
+    }
+}
+
+/// A process a test started itself: killed and reaped when dropped, so that a failed
+/// assertion does not leave it running.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Every process whose command line holds a marker, killed when this is dropped: what a test
+/// had started through the server, should the server have failed to stop it.
+struct Leftovers(String);
+
+impl Drop for Leftovers {
+    fn drop(&mut self) {
+        for pid in processes_with(&self.0) {
+            if let Some(pid) = i32::try_from(pid)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw)
+            {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+    }
 }
 
 /// A server in a workspace, with a folder outside the roots, all owned by one user.
@@ -71,7 +171,11 @@ struct Lab {
     user: User,
     outside: TempDir,
     home: TempDir,
+    /// The server's `TMPDIR`.
+    tmp: PathBuf,
     _tmp: Option<TempDir>,
+    /// The binary `nobody` runs, for as long as the server runs.
+    _binary: Option<Arc<NobodysBinary>>,
 }
 
 /// How to start a [`Lab`].
@@ -82,6 +186,8 @@ struct Setup<'a> {
     env: &'a [(&'a str, &'a str)],
     /// The server's `TMPDIR` (default: a fresh one).
     tmp: Option<&'a Path>,
+    /// The server's working directory (default: the root for `nobody`, else the tests').
+    cwd: Option<&'a Path>,
 }
 
 impl Lab {
@@ -98,7 +204,8 @@ impl Lab {
         let root = dir("gimlet-root");
         let data = dir("gimlet-data");
         let home = dir("gimlet-home");
-        let outside = dir("gimlet-outside");
+        let outside = crate::common::outside_tempdir();
+        own(user, outside.path());
         let (tmp, owned_tmp) = match setup.tmp {
             Some(tmp) => (tmp.to_owned(), None),
             None => {
@@ -106,15 +213,13 @@ impl Lab {
                 (tmp.path().to_owned(), Some(tmp))
             }
         };
-        let mut command = match user {
-            User::Invoker => tokio::process::Command::new(binary()),
-            User::Nobody => {
-                let mut command = tokio::process::Command::new("/usr/bin/setpriv");
-                command
-                    .arg(format!("--reuid={NOBODY}"))
-                    .arg(format!("--regid={NOBODY}"))
-                    .arg("--clear-groups")
-                    .arg(binary());
+        let nobodys = (user == User::Nobody).then(|| NobodysBinary::get().unwrap());
+        let mut command = match &nobodys {
+            None => tokio::process::Command::new(binary()),
+            Some(copy) => {
+                let mut command = tokio::process::Command::from(nobody_command(&copy.path));
+                // Not the checkout, which `nobody` may not reach.
+                command.current_dir(root.path());
                 command
             }
         };
@@ -133,6 +238,9 @@ impl Lab {
             .arg(root.path())
             .args(setup.args)
             .kill_on_drop(true);
+        if let Some(cwd) = setup.cwd {
+            command.current_dir(cwd);
+        }
         let (transport, _stderr) = TokioChildProcess::builder(command)
             .stderr(Stdio::inherit())
             .spawn()
@@ -151,8 +259,18 @@ impl Lab {
             user,
             outside,
             home,
+            tmp,
             _tmp: owned_tmp,
+            _binary: nobodys,
         }
+    }
+
+    /// The session temp directories in the server's `TMPDIR`.
+    fn session_dirs(&self) -> Vec<PathBuf> {
+        session_dirs(&self.tmp)
+            .into_iter()
+            .map(|name| self.tmp.join(name))
+            .collect()
     }
 
     fn root(&self) -> PathBuf {
@@ -167,15 +285,7 @@ impl Lab {
     fn as_user(&self, program: &str) -> StdCommand {
         match self.user {
             User::Invoker => StdCommand::new(program),
-            User::Nobody => {
-                let mut command = StdCommand::new("/usr/bin/setpriv");
-                command
-                    .arg(format!("--reuid={NOBODY}"))
-                    .arg(format!("--regid={NOBODY}"))
-                    .arg("--clear-groups")
-                    .arg(program);
-                command
-            }
+            User::Nobody => nobody_command(program),
         }
     }
 
@@ -684,7 +794,7 @@ async fn commands_cannot_signal_processes_outside() {
     for user in users() {
         let lab = Lab::start(user).await;
         let mark = marker();
-        let mut victim = lab.as_user("sleep").arg(&mark).spawn().unwrap();
+        let mut victim = Reaped(lab.as_user("sleep").arg(&mark).spawn().unwrap());
         assert!(eventually(Duration::from_secs(2), || !processes_with(&mark).is_empty()).await);
         let pids = processes_with(&mark);
         let said = lab
@@ -696,9 +806,8 @@ async fn commands_cannot_signal_processes_outside() {
                     .join(" ")
             ))
             .await;
-        let alive = victim.try_wait().unwrap().is_none();
-        let _ = victim.kill();
-        let _ = victim.wait();
+        let alive = victim.0.try_wait().unwrap().is_none();
+        drop(victim);
         assert!(
             alive,
             "{user:?}: a sandboxed command killed a process outside:\n{said}"
@@ -756,6 +865,7 @@ async fn unix_sockets_in_the_roots_and_allowed_ones_still_work() {
     if users().is_empty() {
         return;
     }
+    // In the machine's `/tmp` on purpose: the sandbox mounts it again inside the command's own.
     let outside = tempfile::tempdir().unwrap();
     let agent = outside.path().join("agent.sock");
     let listener = UnixListener::bind(&agent).unwrap();
@@ -1064,6 +1174,7 @@ async fn stdin_closing_ends_the_server_and_its_commands_quickly() {
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let mark = marker();
+    let _leftovers = Leftovers(mark.clone());
     crate::common::write_lines(
         &mut stdin,
         &[
@@ -1091,6 +1202,260 @@ async fn stdin_closing_ends_the_server_and_its_commands_quickly() {
         eventually(Duration::from_secs(2), || processes_with(&mark).is_empty()).await,
         "the command outlived the server"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// 7. The session's own /tmp.
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn scratch_files_in_tmp_work_without_asking_and_stay_out_of_the_machines_tmp() {
+    // See: issue 38, item 6. The lab's client cannot be asked: a question would refuse it.
+    for user in users() {
+        let lab = Lab::start(user).await;
+        let mark = marker();
+        let said = lab
+            .bash(&format!(
+                "echo 'print(42)' > /tmp/scratch-{mark}.py && /usr/bin/python3 /tmp/scratch-{mark}.py \
+                 && echo \"TMPDIR=$TMPDIR\" && pwd && touch in-root"
+            ))
+            .await;
+        let root = lab.root();
+        assert!(
+            said.starts_with(&format!("42\nTMPDIR=/tmp\n{}\n", root.display()))
+                && said.contains("exit code 0"),
+            "{user:?}: {said}"
+        );
+        assert!(root.join("in-root").exists(), "{user:?}: {said}");
+        let machines = PathBuf::from(format!("/tmp/scratch-{mark}.py"));
+        assert!(
+            !machines.exists(),
+            "{user:?}: it reached the machine's /tmp"
+        );
+        let sessions = lab.session_dirs();
+        assert_eq!(sessions.len(), 1, "{user:?}: {sessions:?}");
+        assert_eq!(
+            std::fs::read_to_string(sessions[0].join(format!("scratch-{mark}.py"))).unwrap(),
+            "print(42)\n",
+            "{user:?}: the file lives in the session's temp directory"
+        );
+        lab.stop().await;
+        assert!(
+            eventually(Duration::from_secs(5), || !sessions[0].exists()).await,
+            "{user:?}: the session's temp directory outlived the session"
+        );
+    }
+}
+
+#[tokio::test]
+async fn sessions_do_not_see_each_others_tmp() {
+    for user in users() {
+        // Two servers with the same TMPDIR, as two sessions on one machine.
+        let tmp = tempfile::tempdir().unwrap();
+        own(user, tmp.path());
+        let setup = || Setup {
+            tmp: Some(tmp.path()),
+            ..Setup::default()
+        };
+        let first = Lab::start_with(user, setup()).await;
+        let second = Lab::start_with(user, setup()).await;
+        let mark = marker();
+        first
+            .bash(&format!("echo secret > /tmp/first-{mark}"))
+            .await;
+        let theirs = first.session_dirs();
+        let said = second
+            .bash(&format!(
+                "ls -A /tmp; cat /tmp/first-{mark}; cat {dir}/gimlet-tmp-*/first-{mark}; \
+                 echo mine > /tmp/first-{mark}; echo x > {dir}/planted-{mark}",
+                dir = tmp.path().display()
+            ))
+            .await;
+        assert!(!said.contains("secret"), "{user:?}: {said}");
+        assert!(
+            !tmp.path().join(format!("planted-{mark}")).exists(),
+            "{user:?}: {said}"
+        );
+        // Each keeps its own file of the same name.
+        let again = first.bash(&format!("cat /tmp/first-{mark}")).await;
+        assert!(again.starts_with("secret\n"), "{user:?}: {again}");
+        assert_eq!(theirs.len(), 1);
+        assert_eq!(
+            std::fs::read_to_string(theirs[0].join(format!("first-{mark}"))).unwrap(),
+            "secret\n"
+        );
+        first.stop().await;
+        second.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn background_jobs_and_later_commands_share_the_sessions_tmp() {
+    for user in users() {
+        let lab = Lab::start(user).await;
+        let mark = marker();
+        lab.bash(&format!("echo first > /tmp/{mark}-1")).await;
+        let started = lab
+            .gimlet
+            .call(
+                "bash",
+                json!({
+                    "command": format!("cat /tmp/{mark}-1; echo from-job > /tmp/{mark}-2"),
+                    "run_in_background": true,
+                }),
+            )
+            .await;
+        let job = started.structured_content.clone().unwrap()["job_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let mut output = String::new();
+        for _ in 0..100 {
+            let read = lab.gimlet.call("bash_output", json!({"job_id": job})).await;
+            output.push_str(&text(&read));
+            if output.contains("exited with code") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            output.contains("first\n") && output.contains("exited with code 0"),
+            "{user:?}: {output}"
+        );
+        let said = lab.bash(&format!("cat /tmp/{mark}-2")).await;
+        assert!(said.starts_with("from-job\n"), "{user:?}: {said}");
+        lab.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn links_planted_in_tmp_reach_nothing_outside_and_go_with_the_session() {
+    for user in users() {
+        let lab = Lab::start(user).await;
+        lab.repo(".");
+        lab.setup(&format!(
+            "echo keep > {target} && mkdir {dir} && echo keep > {dir}/inside",
+            target = lab.outside("target").display(),
+            dir = lab.outside("dir").display()
+        ));
+        let config = std::fs::read_to_string(lab.root().join(".git/config")).unwrap();
+        let said = lab
+            .bash(&format!(
+                "ln -s {target} /tmp/file-link; echo evil > /tmp/file-link; \
+                 ln -s {dir} /tmp/dir-link; echo evil > /tmp/dir-link/inside; \
+                 rm -rf /tmp/dir-link/; ln -s {root}/.git/config /tmp/config-link; \
+                 echo '[core] fsmonitor = evil' >> /tmp/config-link; \
+                 ln -s {root}/.git/hooks /tmp/hooks; echo evil > /tmp/hooks/pre-commit; \
+                 chmod +x /tmp/hooks/pre-commit; ls -l /tmp",
+                target = lab.outside("target").display(),
+                dir = lab.outside("dir").display(),
+                root = lab.root().display(),
+            ))
+            .await;
+        let check = |when: &str| {
+            for file in ["target", "dir/inside"] {
+                assert_eq!(
+                    std::fs::read_to_string(lab.outside(file)).ok().as_deref(),
+                    Some("keep\n"),
+                    "{user:?}: {file} changed through a link in /tmp ({when}):\n{said}"
+                );
+            }
+            assert_eq!(
+                std::fs::read_to_string(lab.root().join(".git/config")).unwrap(),
+                config,
+                "{user:?}: {said}"
+            );
+            assert!(
+                !lab.root().join(".git/hooks/pre-commit").exists(),
+                "{user:?}: {said}"
+            );
+        };
+        check("after the command");
+        let sessions = lab.session_dirs();
+        let outside = lab.outside.path().to_owned();
+        lab.gimlet.stop().await;
+        assert!(
+            eventually(Duration::from_secs(5), || !sessions[0].exists()).await,
+            "{user:?}: the session's temp directory stayed"
+        );
+        // Removing the session's directory followed none of the links.
+        for file in ["target", "dir/inside"] {
+            assert!(
+                outside.join(file).exists(),
+                "{user:?}: {file} went with the session"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn commands_cannot_reach_the_machines_tmp() {
+    for user in users() {
+        // The server works in a folder of the machine's /tmp, which its helpers would inherit.
+        let cwd = tempfile::tempdir().unwrap();
+        own(user, cwd.path());
+        let mark = marker();
+        std::fs::write(cwd.path().join(format!("host-{mark}")), "machine\n").unwrap();
+        own(user, cwd.path());
+        let lab = Lab::start_with(
+            user,
+            Setup {
+                cwd: Some(cwd.path()),
+                ..Setup::default()
+            },
+        )
+        .await;
+        let host = cwd.path().join(format!("host-{mark}"));
+        let said = lab
+            .bash(&format!(
+                "cat {host}; for p in /proc/[0-9]*; do cat $p/cwd/host-{mark} $p/root{host}; \
+                 echo x > $p/cwd/written-{mark}; done 2>/dev/null; \
+                 ls -A /proc/1/cwd/ | grep -c host-; true",
+                host = host.display()
+            ))
+            .await;
+        assert!(!said.contains("machine"), "{user:?}: {said}");
+        assert!(
+            !cwd.path().join(format!("written-{mark}")).exists(),
+            "{user:?}: {said}"
+        );
+        lab.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_command_run_again_outside_the_sandbox_is_told_which_tmp_it_sees() {
+    if users().is_empty() {
+        return;
+    }
+    let client = TestClient::accepting(json!({"decision": "allow_once"}));
+    let lab = Lab::start_with(
+        User::Invoker,
+        Setup {
+            client,
+            ..Setup::default()
+        },
+    )
+    .await;
+    let mark = marker();
+    lab.bash(&format!("echo scratch > /tmp/{mark}")).await;
+    let result = lab
+        .gimlet
+        .call(
+            "bash",
+            json!({"command": format!(
+                "cat /tmp/{mark}; echo x > {}",
+                lab.outside("written").display()
+            )}),
+        )
+        .await;
+    let said = text(&result);
+    assert!(
+        said.contains("ran again outside the sandbox") && said.contains("the machine's /tmp"),
+        "{said}"
+    );
+    assert!(!said.starts_with("scratch"), "{said}");
+    lab.stop().await;
 }
 
 // ---------------------------------------------------------------------------------------

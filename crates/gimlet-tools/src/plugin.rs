@@ -22,7 +22,7 @@ use crate::registry::{DynTool, ErasedArgs};
 use crate::sandbox::denial;
 use crate::vocab::{Content, InterruptBehavior, JsonObject, OutputLimits, ToolFlags, ToolOutput};
 
-use crate::run::{CommandRun, run_foreground, session_tmp};
+use crate::run::{CommandRun, command_tmp, run_foreground};
 
 /// A config-declared tool.
 pub struct CommandTool {
@@ -274,22 +274,28 @@ impl PluginRun {
     ) -> Result<ToolOutput, ToolError> {
         let json = serde_json::to_vec(&args).map_err(|e| ToolError::failed(e.to_string()))?;
         let call = ctx.call_id().to_owned();
-        let (input, errors) = ctx
+        // The files are written and read here, and named in the command as the command sees
+        // the session's temp directory (`/tmp` in a sandbox that mounts it there).
+        let (input, errors, seen) = ctx
             .blocking(move |ctx| {
-                let dir = session_tmp(&ctx)?;
+                let (seen, dir) = command_tmp(&ctx, sandboxed)?;
                 let input = dir.join(format!("plugin-{call}.json"));
                 let errors = dir.join(format!("plugin-{call}.err"));
                 std::fs::write(&input, json)
                     .map_err(|e| ToolError::io("writing the plugin's input", e))?;
-                Ok((input, errors))
+                Ok((input, errors, seen))
             })
             .await?;
+        let name = |path: &std::path::Path| {
+            let file = path.file_name().unwrap_or_default();
+            quote(&seen.join(file).to_string_lossy())
+        };
         let command = CommandRun {
             command: format!(
                 "{{ {}\n}} < {} 2> {}",
                 self.command,
-                quote(&input.to_string_lossy()),
-                quote(&errors.to_string_lossy())
+                name(&input),
+                name(&errors)
             ),
             timeout_ms: Some(self.timeout_s * 1000),
             workdir: None,

@@ -22,7 +22,7 @@ use crate::process::{Ending, Event, Place, command_env, shell, spawn};
 use crate::sandbox::pool::Sandboxes;
 use crate::sandbox::protected::{Scan, ScanCache};
 use crate::sandbox::tmp::SessionTmp;
-use crate::sandbox::{HelperPlan, SANDBOX_FAILED, SandboxPlan, denial, sockets_to_hide};
+use crate::sandbox::{HelperPlan, SANDBOX_FAILED, SandboxPlan, TMP, denial, sockets_to_hide};
 use crate::vocab::{Content, ToolOutput};
 
 /// Timeout when none is given.
@@ -198,9 +198,11 @@ pub(crate) fn plan(
             .session()
             .state::<ScanCache>()
             .get(ctx.policy().protected(), &roots);
-        let mut writable = roots;
-        writable.push(session_tmp(ctx)?);
+        let tmp = session_tmp(ctx)?;
         let support = ctx.env().exec().support();
+        let private_tmp = private_tmp(ctx, sandboxed).then(|| tmp.clone());
+        let mut writable = roots;
+        writable.push(tmp);
         let unix_sockets = ctx.env().exec().unix_sockets().to_vec();
         // Below Landlock ABI 9 the sockets that listen now are hidden; a new one makes a new
         // sandbox (the plan differs).
@@ -217,6 +219,7 @@ pub(crate) fn plan(
             unix_sockets,
             hidden_sockets,
             support,
+            private_tmp,
         };
         protected = Some(scan);
         Some(plan)
@@ -231,6 +234,61 @@ pub(crate) fn plan(
         stdio: false,
     };
     Ok((plan, protected))
+}
+
+/// Whether a command sees the session's temp directory as its `/tmp`
+/// ([`SandboxPlan::private_tmp`]): it is sandboxed where mount namespaces work, the machine's
+/// `/tmp` is a directory, and no root is `/tmp` or holds it (`--root /`), whose `/tmp` is then
+/// the root's own, shared and writable as the rest of it. Roots below `/tmp` are no obstacle:
+/// the helper mounts them again inside the private `/tmp`. Blocking.
+fn private_tmp(ctx: &ToolContext, sandboxed: bool) -> bool {
+    let tmp = std::path::Path::new(TMP);
+    sandboxed
+        && ctx.env().exec().support().mounts
+        && std::fs::symlink_metadata(tmp).is_ok_and(|m| m.is_dir())
+        && !ctx
+            .roots()
+            .roots()
+            .iter()
+            .any(|root| tmp.starts_with(root.path()))
+}
+
+/// For a command that runs outside the sandbox (approved after a denial, or for the session)
+/// while this session's sandboxed commands have a `/tmp` of their own, and that names `/tmp`:
+/// what it sees there is the machine's `/tmp`, and where the files the sandboxed commands left
+/// in theirs are. Blocking.
+fn machines_tmp_note(
+    command: &str,
+    ctx: &ToolContext,
+    sandboxed: bool,
+) -> Result<Option<String>, ToolError> {
+    if sandboxed
+        || !command.contains(TMP)
+        || !ctx.env().exec().sandboxed()
+        || !private_tmp(ctx, true)
+    {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "It ran outside the sandbox, where /tmp is the machine's /tmp: what this session's \
+         sandboxed commands wrote to their /tmp is in {}.",
+        session_tmp(ctx)?.display()
+    )))
+}
+
+/// Where a command finds the session's temp directory (its `TMPDIR`), and that directory as
+/// the server sees it: `/tmp` inside a sandbox that mounts it there, else the same. Blocking.
+pub(crate) fn command_tmp(
+    ctx: &ToolContext,
+    sandboxed: bool,
+) -> Result<(PathBuf, PathBuf), ToolError> {
+    let dir = session_tmp(ctx)?;
+    let seen = if private_tmp(ctx, sandboxed) {
+        PathBuf::from(TMP)
+    } else {
+        dir.clone()
+    };
+    Ok((seen, dir))
 }
 
 /// Where a command of this plan runs: in one of the session's sandboxes, which stay from
@@ -300,12 +358,15 @@ pub(crate) async fn prepare(
         .ok_or_else(|| ToolError::failed("no command helper configured"))?;
     let run = run.clone();
     ctx.blocking(move |ctx| {
-        let notes = ctx.session().state::<Jobs>().undo_planted();
+        let mut notes = ctx.session().state::<Jobs>().undo_planted();
+        notes.extend(machines_tmp_note(&run.command, &ctx, sandboxed)?);
         let (plan, protected) = plan(&run, &ctx, sandboxed)?;
-        let tmp = if sandboxed {
-            Some(session_tmp(&ctx)?)
-        } else {
-            None
+        // `TMPDIR` is where the command finds the session's temp directory: `/tmp` where that
+        // is mounted there.
+        let tmp = match &plan.sandbox {
+            Some(sandbox) if sandbox.private_tmp.is_some() => Some(PathBuf::from(TMP)),
+            Some(_) => Some(session_tmp(&ctx)?),
+            None => None,
         };
         let env = command_env(&ctx.env().settings().bash, tmp.as_deref());
         Ok(Prepared {

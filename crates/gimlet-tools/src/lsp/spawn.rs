@@ -132,6 +132,7 @@ fn plan(launch: &Launch, support: Option<Support>) -> HelperPlan {
             unix_sockets: Vec::new(),
             hidden_sockets,
             support,
+            private_tmp: None,
         }
     });
     HelperPlan {

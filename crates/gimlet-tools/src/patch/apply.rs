@@ -4,10 +4,10 @@ use std::ops::Range;
 
 use crate::text::{
     Document, LINE_LEVELS, Lines, MatchLevel, Window, closest, find_windows, insertion,
-    window_edits,
+    window_edits_kept,
 };
 
-use super::Hunk;
+use super::{Hunk, HunkLine};
 
 /// A hunk that could not be placed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -72,8 +72,31 @@ fn not_found(
     format!("its context and `-` lines were not found{where_}{end}. {hint}")
 }
 
-/// Applies hunks in order. Returns the new text (in the document's style: untouched lines keep
-/// their own endings, added lines take the dominant one) and how each hunk matched.
+/// The hunk's context lines as (index among its old lines, index among its new lines), those
+/// within the first `old_len` and `new_len` (a dropped soft tail is left out): the lines that
+/// stay where they are, each with its own bytes.
+fn context_pairs(hunk: &Hunk, old_len: usize, new_len: usize) -> Vec<(usize, usize)> {
+    let (mut old, mut new) = (0, 0);
+    let mut pairs = Vec::new();
+    for line in &hunk.lines {
+        match line {
+            HunkLine::Context(_) => {
+                if old < old_len && new < new_len {
+                    pairs.push((old, new));
+                }
+                old += 1;
+                new += 1;
+            }
+            HunkLine::Remove(_) => old += 1,
+            HunkLine::Add(_) => new += 1,
+        }
+    }
+    pairs
+}
+
+/// Applies hunks in order. Returns the new text (in the document's style: context lines and
+/// other untouched lines keep their own endings, also beside equal lines, a changed line its
+/// own, added lines take the dominant one) and how each hunk matched.
 pub(crate) fn apply_hunks(
     doc: &Document,
     hunks: &[Hunk],
@@ -140,8 +163,9 @@ pub(crate) fn apply_hunks(
             }
             Seek::NotFound => return Err(fail(not_found(doc, &lines, hunk, position, &old))),
         };
+        let kept = context_pairs(hunk, old.len(), new.len());
         edits.extend(
-            window_edits(&lines, &window, &old, &new, level)
+            window_edits_kept(&lines, &window, &old, &new, level, &kept)
                 .into_iter()
                 .map(|(range, text)| (n, range, text)),
         );

@@ -293,6 +293,38 @@ fn mixed_line_endings_are_kept_line_by_line() {
     );
 }
 
+#[test]
+fn context_lines_keep_their_own_ending_beside_equal_lines() {
+    // Codex's `test_apply_patch_cli_preserves_repeated_context_line_ending`: the `-` line is the
+    // first `same` and the context line the second, whose `\n` stays.
+    let cases = [
+        ("same\r\nsame\n", "-same\n same", "same\n"),
+        ("same\nsame\r\n", " same\n-same", "same\n"),
+        // The middle one goes; the outer two keep their CRLF.
+        (
+            "same\r\nsame\nsame\r\n",
+            " same\n-same\n same",
+            "same\r\nsame\r\n",
+        ),
+        // The changed line keeps its own ending, the context line after it its own.
+        ("same\r\nsame\n", "-same\n+new\n same", "new\r\nsame\n"),
+        // Lines the model removes and adds back unchanged keep their bytes too.
+        (
+            "a\r\nsame\nsame\r\n",
+            "-a\n-same\n+b\n+same\n same",
+            "b\r\nsame\nsame\r\n",
+        ),
+    ];
+    for (before, body, after) in cases {
+        let patch = format!("*** Begin Patch\n*** Update File: f\n@@\n{body}\n*** End Patch");
+        assert_eq!(
+            patched(before, &patch).unwrap(),
+            after,
+            "{before:?} with {body:?}"
+        );
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(500))]
 

@@ -22,7 +22,13 @@ pub(super) fn confine(plan: &SandboxPlan) -> Result<Confined, String> {
     if !plan.network {
         no_network()?;
     }
-    let confined = landlock(&plan.writable, &plan.unix_sockets, plan.network)?;
+    let mut writable = plan.writable.clone();
+    if plan.private_tmp.is_some() && plan.support.mounts {
+        // The session's temp directory, mounted there (`mounts.rs`); its own path may be
+        // hidden under it.
+        writable.push(PathBuf::from(super::TMP));
+    }
+    let confined = landlock(&writable, &plan.unix_sockets, plan.network)?;
     if confined.landlock == Enforcement::None {
         return Err(String::from("Landlock is not available in this kernel"));
     }

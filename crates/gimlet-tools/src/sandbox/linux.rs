@@ -48,15 +48,14 @@ pub(super) fn serve(plan: &HelperPlan) -> i32 {
 /// Starts the PID namespace's init (this program again, `--init`) and waits for it. The init
 /// inherits the control socket and stderr.
 fn start_init(plan: &HelperPlan) -> i32 {
-    let spawned = std::env::current_exe().and_then(|me| {
+    let spawned = this_program().and_then(|mut me| {
         // Outside root, a user-namespace process that is not uid 0 there loses its capabilities
         // at `exec`: the init needs these two to mount `/proc` and drop its bounding set.
         if !rustix::process::getuid().is_root() {
             confine::pass_on(CapabilitySet::SYS_ADMIN | CapabilitySet::SETPCAP)
                 .map_err(std::io::Error::other)?;
         }
-        Command::new(me)
-            .arg(super::HELPER_ARG)
+        me.arg(super::HELPER_ARG)
             .arg("--init")
             .arg(serde_json::to_string(plan).unwrap_or_default())
             .spawn()
@@ -73,6 +72,16 @@ fn start_init(plan: &HelperPlan) -> i32 {
             SANDBOX_FAILED
         }
     }
+}
+
+/// A command that runs this program again, by `/proc/self/exe` rather than its path: in the
+/// command's mount namespace the path may be hidden (a binary in the machine's `/tmp`, covered
+/// by the session's own). Its `argv[0]` stays the path, for `ps`.
+fn this_program() -> std::io::Result<Command> {
+    let me = std::env::current_exe()?;
+    let mut command = Command::new("/proc/self/exe");
+    std::os::unix::process::CommandExt::arg0(&mut command, me);
+    Ok(command)
 }
 
 /// Finds what the sandbox can do here by doing it: the namespaces, a read-only view, then
@@ -95,13 +104,12 @@ pub(super) fn probe() -> Support {
         support.pid_namespace = false;
         return support;
     }
-    let init = std::env::current_exe().and_then(|me| {
+    let init = this_program().and_then(|mut me| {
         if !rustix::process::getuid().is_root() {
             confine::pass_on(CapabilitySet::SYS_ADMIN | CapabilitySet::SETPCAP)
                 .map_err(std::io::Error::other)?;
         }
-        Command::new(me)
-            .arg(super::HELPER_ARG)
+        me.arg(super::HELPER_ARG)
             .arg("--probe-init")
             .stdin(Stdio::null())
             .stderr(Stdio::null())

@@ -6,9 +6,11 @@
 //!    and a new PID namespace;
 //! 2. it makes every mount read-only but the roots and the command's temp directory
 //!    (`mounts.rs`): outside them not even `chmod`, `chown`, `touch`, xattrs or truncation
-//!    work; it bind-mounts the existing protected paths ([`protected`]) read-only over
-//!    themselves and every git directory onto itself, so that `.git` cannot be renamed; and
-//!    it hides Unix sockets that listen outside the roots;
+//!    work; it hides Unix sockets that listen outside the roots; it mounts the session's temp
+//!    directory at `/tmp` (the roots and allowed sockets below the machine's `/tmp` again
+//!    inside it); it bind-mounts the existing protected paths ([`protected`]) read-only over
+//!    themselves and every git directory onto itself, so that `.git` cannot be renamed; and it
+//!    moves to `/`;
 //! 3. it starts itself again as the namespace's init, PID 1 (`init.rs`), which mounts a fresh
 //!    `/proc` (showing only the command's processes), applies a seccomp filter (no sockets but
 //!    Unix ones, no `io_uring`) and Landlock (read anywhere; write only beneath the roots, the
@@ -164,7 +166,8 @@ impl Support {
         if !self.mounts {
             gaps.push(
                 "no mount namespaces: protected files and everything outside the roots are \
-                 guarded only against content writes",
+                 guarded only against content writes, and /tmp is the machine's, read-only \
+                 (write scratch files to $TMPDIR)",
             );
         }
         if !self.pid_namespace {
@@ -227,7 +230,18 @@ pub struct SandboxPlan {
     /// when any of it fails.
     #[serde(default)]
     pub support: Support,
+    /// The session's temp directory (one of `writable`), mounted at [`TMP`] in the command's
+    /// mount namespace, so that `/tmp` is the session's own: writable, shared by its commands,
+    /// and nothing of the machine's `/tmp` or of another session's. Roots and allowed sockets
+    /// below the machine's `/tmp` are mounted again at their paths inside it. Only where mount
+    /// namespaces work ([`Support::mounts`]); the helper fails rather than run without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub private_tmp: Option<PathBuf>,
 }
+
+/// Where a sandboxed command finds its session's private temp directory
+/// ([`SandboxPlan::private_tmp`]), and its `TMPDIR` there.
+pub const TMP: &str = "/tmp";
 
 /// The helper binary, the sandbox setting, and what the sandbox can do here.
 #[derive(Debug)]

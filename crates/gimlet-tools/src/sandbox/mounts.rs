@@ -4,6 +4,8 @@
 //! - the roots and the temp directory are bound onto themselves, and then every other mount is
 //!   made read-only. Landlock confines writes of content; a read-only mount also refuses what
 //!   Landlock does not cover: `chmod`, `chown`, `utime`, extended attributes;
+//! - the session's temp directory is mounted at `/tmp`, and the roots and allowed sockets that
+//!   lie in the machine's `/tmp` again inside it, at their paths (see [`private_tmp`]);
 //! - every git directory is bound onto itself (a mount point cannot be renamed, removed or
 //!   replaced), and every existing protected path is a read-only bind mount of itself;
 //! - Unix sockets that listen outside the roots (as `/proc/net/unix` lists them, read by the
@@ -14,14 +16,16 @@
 //! Only mounts of this namespace change; the rest of the system sees nothing of it.
 
 use std::ffi::OsString;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 use rustix::mount::{MountFlags, MountPropagationFlags};
 use rustix::thread::UnshareFlags;
 
-use super::SandboxPlan;
+use super::{SandboxPlan, TMP};
 
 /// Enters the namespaces (a PID namespace too when `pid`: the helper's next child is its
 /// init). Must run while the process has one thread.
@@ -64,12 +68,155 @@ pub(super) fn prepare(plan: &SandboxPlan) -> Result<(), String> {
             .map_err(|e| format!("bind {}: {e}", dir.display()))?;
     }
     read_only_outside(&writable)?;
-    protect(&plan.pinned, &plan.read_only)?;
+    // Before `/tmp` is covered: a socket below the machine's `/tmp` is hidden there too.
     for socket in &plan.hidden_sockets {
         // Gone since `/proc/net/unix` was read, or not reachable by this path: nothing to hide.
         let _ = rustix::mount::mount_bind("/dev/null", socket);
     }
+    if let Some(tmp) = &plan.private_tmp {
+        private_tmp(tmp, &plan.writable, &plan.unix_sockets)?;
+    }
+    protect(&plan.pinned, &plan.read_only)?;
+    // The init and a command's helper would otherwise keep the server's working directory,
+    // which may lie in the machine's `/tmp`, reachable as `/proc/1/cwd`.
+    rustix::process::chdir("/").map_err(|e| format!("chdir /: {e}"))
+}
+
+/// Mounts the session's temp directory `session` (already a writable mount, bound onto itself)
+/// at [`TMP`], and mounts again, at their own paths inside it, the roots and allowed sockets
+/// that lie below the machine's `/tmp` (`keep`: each is opened before `/tmp` is covered, and
+/// mounted from that handle). Their mount points are made in the session's directory, which
+/// commands write: each name on the way is opened without following links, a file or link in
+/// the way is removed, and the mount goes onto the handle of the point made, never onto a
+/// path looked up again.
+fn private_tmp(session: &Path, writable: &[PathBuf], sockets: &[PathBuf]) -> Result<(), String> {
+    let tmp = Path::new(TMP);
+    let mut below: Vec<&PathBuf> = writable
+        .iter()
+        .chain(sockets)
+        .filter(|p| p.starts_with(tmp) && p.as_path() != tmp && p.as_path() != session)
+        .collect();
+    below.sort();
+    let mut keep: Vec<(&Path, OwnedFd, bool)> = Vec::new();
+    for path in below {
+        // Inside one kept already: it comes along (the roots are bound recursively).
+        if keep
+            .iter()
+            .any(|(kept, _, dir)| *dir && path.starts_with(kept))
+        {
+            continue;
+        }
+        let Ok(fd) = rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()) else {
+            // Gone since the plan was made: nothing to keep.
+            continue;
+        };
+        let dir =
+            rustix::fs::fstat(&fd).is_ok_and(|st| FileType::from_raw_mode(st.st_mode).is_dir());
+        keep.push((path.as_path(), fd, dir));
+    }
+    rustix::mount::mount_bind(session, tmp)
+        .map_err(|e| format!("mounting {} at {TMP}: {e}", session.display()))?;
+    let top = rustix::fs::open(
+        tmp,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("{TMP}: {e}"))?;
+    for (path, fd, dir) in keep {
+        let relative = path.strip_prefix(tmp).unwrap_or(path);
+        let point = match mount_point(&top, relative, dir) {
+            Ok(point) => point,
+            // A socket whose place a command has filled with a folder is not reachable.
+            Err(_) if !dir => continue,
+            Err(e) => {
+                return Err(format!(
+                    "a mount point for {} in {TMP}: {e}",
+                    path.display()
+                ));
+            }
+        };
+        let source = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        let target = format!("/proc/self/fd/{}", point.as_raw_fd());
+        let mounted = if dir {
+            rustix::mount::mount_bind_recursive(source.as_str(), target.as_str())
+        } else {
+            rustix::mount::mount_bind(source.as_str(), target.as_str())
+        };
+        mounted.map_err(|e| format!("mounting {} again in {TMP}: {e}", path.display()))?;
+    }
     Ok(())
+}
+
+/// Makes `relative` below the directory `top` (a directory when `dir`, else an empty file)
+/// without following links, and opens it (`O_PATH`). Whatever is in the way and is not a
+/// directory (a file, a link a command planted) is removed first; a directory in the way
+/// stays, and is mounted over.
+fn mount_point(top: &OwnedFd, relative: &Path, dir: bool) -> rustix::io::Result<OwnedFd> {
+    let names: Vec<_> = relative.components().collect();
+    let mut parent = rustix::io::fcntl_dupfd_cloexec(top, 0)?;
+    for (i, name) in names.iter().enumerate() {
+        let name = name.as_os_str();
+        let last = i + 1 == names.len();
+        let want_dir = dir || !last;
+        let open = |parent: &OwnedFd| {
+            let kind = if want_dir {
+                OFlags::DIRECTORY
+            } else {
+                OFlags::empty()
+            };
+            rustix::fs::openat(
+                parent,
+                name,
+                OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC | kind,
+                Mode::empty(),
+            )
+        };
+        let make = |parent: &OwnedFd| {
+            if want_dir {
+                rustix::fs::mkdirat(parent, name, Mode::from_raw_mode(0o700))
+            } else {
+                rustix::fs::openat(
+                    parent,
+                    name,
+                    OFlags::CREATE
+                        | OFlags::EXCL
+                        | OFlags::WRONLY
+                        | OFlags::NOFOLLOW
+                        | OFlags::CLOEXEC,
+                    Mode::from_raw_mode(0o600),
+                )
+                .map(drop)
+            }
+        };
+        let opened = match open(&parent) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => {
+                make(&parent)?;
+                open(&parent)?
+            }
+            // A link, or a file where a directory goes (or the reverse): not ours to follow.
+            Err(Errno::NOTDIR | Errno::LOOP) if want_dir => {
+                rustix::fs::unlinkat(&parent, name, AtFlags::empty())?;
+                make(&parent)?;
+                open(&parent)?
+            }
+            Err(err) => return Err(err),
+        };
+        // A socket's point must be a file: a link there was opened as itself (`O_PATH` and
+        // `O_NOFOLLOW`), and goes.
+        let opened = if !want_dir
+            && rustix::fs::fstat(&opened)
+                .is_ok_and(|st| !FileType::from_raw_mode(st.st_mode).is_file())
+        {
+            rustix::fs::unlinkat(&parent, name, AtFlags::empty())?;
+            make(&parent)?;
+            open(&parent)?
+        } else {
+            opened
+        };
+        parent = opened;
+    }
+    Ok(parent)
 }
 
 /// The Unix sockets to hide from a sandbox: those listed in `/proc/net/unix` (bound in the
@@ -239,6 +386,52 @@ mod tests {
         let line = "27 1 254:0 / /x rw - ext4 /dev/vda rw";
         assert_eq!(Mount::parse(line).unwrap().flags, MountFlags::STRICTATIME);
         assert_eq!(Mount::parse("garbage"), None);
+    }
+
+    #[test]
+    fn mount_points_are_made_without_following_what_a_command_left_in_the_way() {
+        use std::os::unix::fs::symlink;
+        let top = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("file"), "keep").unwrap();
+        let open_top = || {
+            rustix::fs::open(
+                top.path(),
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .unwrap()
+        };
+        let is_real_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+
+        // Nothing there: the folders are made.
+        mount_point(&open_top(), Path::new("a/b"), true).unwrap();
+        assert!(is_real_dir(&top.path().join("a/b")));
+        // A link on the way to a folder outside goes; nothing is made out there.
+        symlink(outside.path(), top.path().join("link")).unwrap();
+        mount_point(&open_top(), Path::new("link/root"), true).unwrap();
+        assert!(is_real_dir(&top.path().join("link/root")));
+        assert!(!outside.path().join("root").exists());
+        // A file in the way goes; a folder in the way stays, with what it holds.
+        std::fs::write(top.path().join("file"), "x").unwrap();
+        mount_point(&open_top(), Path::new("file"), true).unwrap();
+        assert!(is_real_dir(&top.path().join("file")));
+        std::fs::write(top.path().join("a/b/kept"), "x").unwrap();
+        mount_point(&open_top(), Path::new("a/b"), true).unwrap();
+        assert!(top.path().join("a/b/kept").exists());
+        // A socket's point is a file: a link there to a file outside goes, the file stays.
+        symlink(outside.path().join("file"), top.path().join("agent.sock")).unwrap();
+        let point = mount_point(&open_top(), Path::new("agent.sock"), false).unwrap();
+        assert!(
+            rustix::fs::fstat(&point).is_ok_and(|st| FileType::from_raw_mode(st.st_mode).is_file())
+        );
+        assert!(
+            std::fs::symlink_metadata(top.path().join("agent.sock")).is_ok_and(|m| m.is_file())
+        );
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("file")).unwrap(),
+            "keep"
+        );
     }
 
     #[test]

@@ -43,7 +43,7 @@ impl Sandboxes {
     /// stale: they go.
     pub(crate) fn take(&self, plan: &SandboxPlan) -> Option<Sandbox> {
         let mut idle = self.idle.locked();
-        idle.retain(|s| s.plan == *plan);
+        idle.retain(|s| *s.plan == *plan);
         idle.pop()
     }
 
@@ -60,7 +60,8 @@ impl Sandboxes {
 /// A helper confined for one plan, ready to run commands.
 #[derive(Debug)]
 pub(crate) struct Sandbox {
-    plan: SandboxPlan,
+    /// Boxed: a running command holds its sandbox, and the plan is most of it.
+    plan: Box<SandboxPlan>,
     /// The helper; its init is its only child.
     helper: Child,
     socket: UnixStream,
@@ -101,7 +102,7 @@ impl Sandbox {
         let socket = std::os::unix::net::UnixStream::from(ours);
         socket.set_nonblocking(true)?;
         Ok(Self {
-            plan: plan.clone(),
+            plan: Box::new(plan.clone()),
             helper: child,
             socket: UnixStream::from_std(socket)?,
             buffered: Vec::new(),

@@ -1,4 +1,5 @@
-//! A session's private temp directory (the commands' `$TMPDIR`), and the sweep of those left
+//! A session's private temp directory (the commands' `$TMPDIR`, and their `/tmp` where the
+//! sandbox mounts it there: [`super::SandboxPlan::private_tmp`]), and the sweep of those left
 //! by sessions that are gone.
 //!
 //! The directory is `gimlet-tmp-XXXXXX` in the system's temp directory, mode 0700 (the

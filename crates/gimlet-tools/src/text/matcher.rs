@@ -16,7 +16,9 @@
 //! `old_string` at level 5 may match inside a line). Every fallback is used only when it finds
 //! exactly one place. A match anchored on its first and last lines whose middle differs is
 //! never used. The replacement changes only what differs: lines the model left unchanged
-//! (equal in `old_string` and `new_string`) keep the file's exact bytes, line endings included.
+//! (equal in `old_string` and `new_string`) keep the file's exact bytes, line endings included,
+//! and a changed line keeps its own ending (an exact match across lines is compared line by
+//! line too, see `by_lines`).
 
 use std::fmt::Write as _;
 use std::ops::Range;
@@ -76,6 +78,9 @@ pub(crate) const LINE_LEVELS: [MatchLevel; 4] = [
     MatchLevel::Punctuation,
     MatchLevel::Whitespace,
 ];
+
+/// One change of the normalized text: a range and what replaces it (`\n` breaks).
+type Edit = (Range<usize>, String);
 
 /// Where to replace, and with what.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,13 +220,90 @@ fn occurrences(text: &str, needle: &str) -> Vec<usize> {
 }
 
 fn literal(text: &str, hits: &[usize], old: &str, new: &str, level: MatchLevel) -> Replacement {
-    Replacement {
-        edits: hits
-            .iter()
+    let bytewise = || {
+        hits.iter()
             .map(|&i| minimal_edit(i, &text[i..i + old.len()], new))
-            .collect(),
-        level,
+            .collect()
+    };
+    let (first, _) = minimal_edit(0, old, new);
+    let across_lines = old[first.clone()].contains('\n')
+        || new[first.start..new.len() - (old.len() - first.end)].contains('\n');
+    if !across_lines {
+        return Replacement {
+            edits: bytewise(),
+            level,
+        };
     }
+    // A change across lines: compared line by line, so that each line keeps its own ending
+    // (see `by_lines`). Occurrences that share a line (`replace_all`) are changed bytewise.
+    let mut edits = Vec::new();
+    let mut last_end = None;
+    for &at in hits {
+        let Some((span, mut hit)) = by_lines(text, at, old.len(), new) else {
+            return Replacement {
+                edits: bytewise(),
+                level,
+            };
+        };
+        if last_end.is_some_and(|end| span.start < end) {
+            return Replacement {
+                edits: bytewise(),
+                level,
+            };
+        }
+        last_end = Some(span.end);
+        edits.append(&mut hit);
+    }
+    Replacement { edits, level }
+}
+
+/// `old` (of `old_len` bytes at `at`) replaced by `new` as a change of whole lines: the lines it
+/// touches, from the start of its first line to the break after its last, are compared with
+/// what they become, as the fuzzy levels compare them. Lines left as they were keep their
+/// bytes, a changed line keeps its own ending, added lines take the file's dominant one; the
+/// last line is the same line before and after, so nothing beyond `old` changes. A
+/// bytewise edit can give a changed line the break of a neighbour equal to another line (`x`
+/// of `x\r\nsame\nsame\r\n` turned into `y`, one `same` dropped, ended with `\n`). The span
+/// of lines and the edits; `None` when the change adds or removes the text's final break (the
+/// bytewise edit is right then).
+fn by_lines(text: &str, at: usize, old_len: usize, new: &str) -> Option<(Range<usize>, Vec<Edit>)> {
+    let end = at + old_len;
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let stop = text[end..].find('\n').map_or(text.len(), |i| end + i + 1);
+    let before = &text[start..stop];
+    let after = format!("{}{new}{}", &text[start..at], &text[end..stop]);
+    let (old_lines, old_trailing) = split_lines(before);
+    let (new_lines, new_trailing) = split_lines(&after);
+    if old_trailing != new_trailing || new_lines.is_empty() {
+        return None;
+    }
+    // The last lines are the same line: the break after it lies beyond `old`, and stays.
+    let (old_last, new_last) = (old_lines.len() - 1, new_lines.len() - 1);
+    let lines = Lines::of(before);
+    let window = Window {
+        first: 0,
+        count: old_last,
+        file_indent: String::new(),
+        old_indent: String::new(),
+    };
+    let mut edits = window_edits(
+        &lines,
+        &window,
+        &old_lines[..old_last],
+        &new_lines[..new_last],
+        MatchLevel::Exact,
+    );
+    if old_lines[old_last] != new_lines[new_last] {
+        edits.push((
+            lines.ranges[old_last].clone(),
+            new_lines[new_last].to_owned(),
+        ));
+    }
+    let edits = edits
+        .into_iter()
+        .map(|(range, text)| (range.start + start..range.end + start, text))
+        .collect();
+    Some((start..stop, edits))
 }
 
 /// The edit that turns `old` (at `at`) into `new`, without the prefix and suffix they share:
@@ -523,23 +605,96 @@ pub(crate) fn window_edits(
     new_lines: &[&str],
     level: MatchLevel,
 ) -> Vec<(Range<usize>, String)> {
+    window_edits_kept(lines, window, old_lines, new_lines, level, &[])
+}
+
+/// [`window_edits`] where some lines are known to stay: `kept` holds ascending pairs (index
+/// in `old_lines`, index in `new_lines`) of the same line before and after (a patch's context
+/// lines). Only the runs between them are compared, so a kept line keeps its own bytes even
+/// when a neighbour is equal to it: of `same\r\nsame\n` with `-same` then ` same`, the first
+/// line goes and the second stays, `\n` and all.
+pub(crate) fn window_edits_kept(
+    lines: &Lines<'_>,
+    window: &Window,
+    old_lines: &[&str],
+    new_lines: &[&str],
+    level: MatchLevel,
+    kept: &[(usize, usize)],
+) -> Vec<(Range<usize>, String)> {
     let mut edits = Vec::new();
-    let line_at = |j: usize| window.first + j;
-    for op in similar::capture_diff_slices(Algorithm::Myers, old_lines, new_lines) {
+    let ends = kept
+        .iter()
+        .copied()
+        .chain(std::iter::once((old_lines.len(), new_lines.len())));
+    let (mut old_from, mut new_from) = (0, 0);
+    for (old_to, new_to) in ends {
+        let ops = similar::capture_diff_slices(
+            Algorithm::Myers,
+            &old_lines[old_from..old_to],
+            &new_lines[new_from..new_to],
+        );
+        let change = Change {
+            lines,
+            window,
+            old_lines,
+            new_lines,
+            level,
+        };
+        for op in ops {
+            change.edits_of(op, old_from, new_from, &mut edits);
+        }
+        (old_from, new_from) = (old_to + 1, new_to + 1);
+    }
+    edits
+}
+
+/// What [`window_edits_kept`] turns into edits, one diff operation at a time.
+struct Change<'a, 'b> {
+    lines: &'a Lines<'b>,
+    window: &'a Window,
+    old_lines: &'a [&'a str],
+    new_lines: &'a [&'a str],
+    level: MatchLevel,
+}
+
+impl Change<'_, '_> {
+    /// The edits of one operation of a diff between `old_lines[old_from..]` and
+    /// `new_lines[new_from..]` (its indices are relative to those).
+    fn edits_of(
+        &self,
+        op: DiffOp,
+        old_from: usize,
+        new_from: usize,
+        edits: &mut Vec<(Range<usize>, String)>,
+    ) {
+        let Self {
+            lines,
+            window,
+            old_lines,
+            new_lines,
+            level,
+        } = *self;
+        let line_at = |j: usize| window.first + j;
+        let reindent =
+            |line: &str, anchor: usize| reindent(line, lines, window, old_lines, anchor, level);
         match op {
             DiffOp::Equal { .. } => {}
             DiffOp::Delete {
                 old_index, old_len, ..
-            } => edits.push((lines.removal(line_at(old_index), old_len), String::new())),
+            } => edits.push((
+                lines.removal(line_at(old_from + old_index), old_len),
+                String::new(),
+            )),
             DiffOp::Insert {
                 old_index,
                 new_index,
                 new_len,
             } => {
+                let (old_index, new_index) = (old_from + old_index, new_from + new_index);
                 let anchor = old_index.min(old_lines.len().saturating_sub(1));
                 let added: Vec<String> = new_lines[new_index..new_index + new_len]
                     .iter()
-                    .map(|l| reindent(l, lines, window, old_lines, anchor, level))
+                    .map(|l| reindent(l, anchor))
                     .collect();
                 edits.push(insertion(lines, line_at(old_index), &added));
             }
@@ -549,28 +704,15 @@ pub(crate) fn window_edits(
                 new_index,
                 new_len,
             } => {
+                let (old_index, new_index) = (old_from + old_index, new_from + new_index);
                 let paired = old_len.min(new_len);
                 for j in 0..paired {
-                    let mut text = reindent(
-                        new_lines[new_index + j],
-                        lines,
-                        window,
-                        old_lines,
-                        old_index + j,
-                        level,
-                    );
+                    let mut text = reindent(new_lines[new_index + j], old_index + j);
                     if j + 1 == paired && new_len > paired {
                         // The extra new lines go after the last replaced line, before its break.
                         for extra in &new_lines[new_index + paired..new_index + new_len] {
                             text.push('\n');
-                            text.push_str(&reindent(
-                                extra,
-                                lines,
-                                window,
-                                old_lines,
-                                old_index + j,
-                                level,
-                            ));
+                            text.push_str(&reindent(extra, old_index + j));
                         }
                     }
                     edits.push((lines.ranges[line_at(old_index + j)].clone(), text));
@@ -584,7 +726,6 @@ pub(crate) fn window_edits(
             }
         }
     }
-    edits
 }
 
 /// Lines inserted before line `at` (or at the end): each followed by a break, except at the

@@ -11,7 +11,7 @@ mod matcher;
 
 pub(crate) use diff::{DiffStats, render_diff};
 pub(crate) use matcher::{
-    LINE_LEVELS, Lines, Window, closest, find_windows, insertion, window_edits,
+    LINE_LEVELS, Lines, Window, closest, find_windows, insertion, window_edits_kept,
 };
 pub(crate) use matcher::{MatchError, MatchLevel, find_replacement};
 

@@ -293,6 +293,39 @@ fn a_fuzzy_edit_keeps_each_untouched_line_ending() {
 }
 
 #[test]
+fn an_exact_edit_across_lines_keeps_each_line_ending_beside_equal_lines() {
+    use MatchLevel::Exact;
+    // `x` becomes `y` and one `same` goes: whichever it is, `y` keeps the ending of `x`.
+    for old in ["x\nsame\nsame", "x\nsame\nsame\n"] {
+        let new = old.replacen("x\nsame", "y", 1);
+        ok("x\r\nsame\nsame\r\n", old, &new, "y\r\nsame\r\n", Exact);
+    }
+    // Each changed line keeps its own ending, not the file's dominant one.
+    ok(
+        "a\nb\r\nc\r\nd\r\n",
+        "a\nb",
+        "A\nB",
+        "A\nB\r\nc\r\nd\r\n",
+        Exact,
+    );
+    // The same result as a fuzzy match of the same change.
+    ok(
+        "x  \r\nsame\nsame\r\n",
+        "x\nsame\nsame",
+        "y\nsame",
+        "y\r\nsame\r\n",
+        MatchLevel::TrailingWhitespace,
+    );
+    // Lines joined: the joined line ends as the last of them did, as nothing past `old` changes.
+    ok("a b\nc\r\nd\n", "b\nc", "b c", "a b c\r\nd\n", Exact);
+    // Occurrences that share a line are changed bytewise.
+    assert_eq!(
+        edit("a\nb a\nb\r\n", "a\nb", "A\nB", true),
+        Ok((String::from("A\nB A\nB\r\n"), Exact))
+    );
+}
+
+#[test]
 fn a_first_and_last_line_anchor_with_another_middle_is_refused() {
     // opencode's block-anchor replacer would apply this; its middle does not match.
     let message = edit(

@@ -144,15 +144,16 @@ async fn codex_scenarios() {
         }
         assert_eq!(tree(&ws.root()), tree(&scenario.join("expected")), "{name}");
     }
-    // All 23 of Codex's scenarios: 14 applied with Codex's bytes (two of them after the read
-    // that replacing an existing file needs), one with the file's final-newline state kept, and
-    // eight refused as Codex refuses them (one where Codex leaves a partial change behind).
-    assert_eq!(scenarios.len(), 23);
+    // All 23 of Codex's scenarios and the 5 line-ending cases of its `tests/suite/tool.rs`
+    // (023-027): 18 applied with Codex's bytes (two of them after the read that replacing an
+    // existing file needs), two with the file's final-newline state kept, and eight refused as
+    // Codex refuses them (one where Codex leaves a partial change behind).
+    assert_eq!(scenarios.len(), 28);
     assert_eq!(
         tally,
         Tally {
-            applied: 14,
-            different: 1,
+            applied: 18,
+            different: 2,
             refused: 8,
             refused_only_here: 0,
         }

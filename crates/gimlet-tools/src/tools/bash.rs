@@ -68,7 +68,9 @@ impl Tool for BashTool {
         let sandbox = match self.sandbox.get().copied().unwrap_or_else(|| env.sandbox()) {
             SandboxStatus::Enforced => {
                 "\n\nCommands run in a sandbox: they can read anything, but write only inside the root \
-                 folders and $TMPDIR, and have no network. Files that make git, editors, agents or \
+                 folders and /tmp, and have no network. /tmp (also $TMPDIR) is this session's own: \
+                 empty at first, shared by its commands, removed when the session ends; the \
+                 machine's /tmp is not visible. Files that make git, editors, agents or \
                  shells run code later are read-only (git's config and hooks, `.mcp.json`, \
                  `.vscode/`, `.claude/`, `.gitattributes`, `.envrc`, `.npmrc` ...); `git add`, \
                  `commit`, `checkout` and `stash` work. A command the sandbox blocks says so, and \
