@@ -40,6 +40,7 @@ pub use context::ask;
 mod error;
 mod external;
 pub mod fs;
+mod images;
 mod jobs;
 pub mod lsp;
 mod notebook;
