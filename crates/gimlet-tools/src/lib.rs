@@ -58,6 +58,7 @@ mod search;
 pub mod setup;
 pub mod shell;
 pub mod spill;
+mod terminal;
 mod text;
 pub mod tool;
 pub mod tools;
