@@ -87,6 +87,16 @@ async fn output_is_shown_as_a_terminal_shows_it() {
     // The bytes printed, escape sequences and all.
     let structured = result.structured_content.unwrap();
     assert_eq!(structured["output_bytes"], 41);
+    // Output that is all control sequences says so, rather than "(no output)".
+    let text = ok_text(
+        &gimlet
+            .call("bash", json!({"command": r"printf '\033[0m\r'"}))
+            .await,
+    );
+    assert!(
+        text.starts_with("(no visible output: only control sequences)\n[exit code 0"),
+        "{text:?}"
+    );
     gimlet.stop().await;
 }
 
