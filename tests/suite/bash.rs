@@ -68,6 +68,66 @@ async fn output_exit_code_and_duration() {
     gimlet.stop().await;
 }
 
+// See: issue 38, item 5: colour codes arrived with their ESC bytes and `10%\r100%` as
+// `10%100%`.
+#[tokio::test]
+async fn output_is_shown_as_a_terminal_shows_it() {
+    let gimlet = Gimlet::start().await;
+    let result = gimlet
+        .call(
+            "bash",
+            json!({"command": r"printf 'red \033[31mRED\033[0m\n'; printf '10%%\r100%%\r\n'; printf '\033]0;title\007done'"}),
+        )
+        .await;
+    let text = ok_text(&result);
+    assert!(
+        text.starts_with("red RED\n100%\ndone\n[exit code 0 · "),
+        "{text:?}"
+    );
+    // The bytes printed, escape sequences and all.
+    let structured = result.structured_content.unwrap();
+    assert_eq!(structured["output_bytes"], 41);
+    // Output that is all control sequences says so, rather than "(no output)".
+    let text = ok_text(
+        &gimlet
+            .call("bash", json!({"command": r"printf '\033[0m\r'"}))
+            .await,
+    );
+    assert!(
+        text.starts_with("(no visible output: only control sequences)\n[exit code 0"),
+        "{text:?}"
+    );
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn a_cut_output_saves_the_bytes_as_printed() {
+    let gimlet = Gimlet::start().await;
+    let command = r"for i in $(seq 3000); do printf '\033[32mline %d\033[0m\r\n' $i; done";
+    let result = gimlet.call("bash", json!({"command": command})).await;
+    let text = ok_text(&result);
+    assert!(text.starts_with("line 1\nline 2\n"), "{}", &text[..40]);
+    assert!(!text.contains('\u{1b}') && !text.contains('\r'));
+    assert!(text.contains("lines ("), "the middle is cut");
+    // The notice points to the saved log: the raw bytes.
+    let path = text
+        .split("Full output (")
+        .nth(1)
+        .and_then(|rest| rest.split(": ").nth(1))
+        .and_then(|rest| rest.split(" (gimlet://").next())
+        .unwrap_or_else(|| panic!("no saved log in {}", &text[text.len() - 600..]));
+    let saved = std::fs::read(path).unwrap();
+    let expected: Vec<u8> = (1..=3000)
+        .flat_map(|i| format!("\u{1b}[32mline {i}\u{1b}[0m\r\n").into_bytes())
+        .collect();
+    assert_eq!(saved.len(), expected.len());
+    assert!(
+        saved == expected,
+        "the saved log differs from the bytes printed"
+    );
+    gimlet.stop().await;
+}
+
 #[tokio::test]
 async fn a_timeout_kills_a_child_that_ignores_term() {
     let gimlet = Gimlet::start().await;
@@ -256,6 +316,41 @@ async fn background_jobs_from_start_to_kill() {
         text.starts_with("quick\n") && text.contains("exited with code 0"),
         "{text}"
     );
+    // A job's output is shown as a terminal shows it too, its unfinished line as it stands.
+    let command = r"printf '\033[1mbold\033[0m\n'; for i in $(seq 100); do printf '\r%d%%' $i; done; touch printed; while [ ! -e go ]; do sleep 0.05; done; printf ' done'";
+    let job = gimlet
+        .call(
+            "bash",
+            json!({"command": command, "run_in_background": true}),
+        )
+        .await;
+    let job = job.structured_content.unwrap()["job_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let printed = gimlet.root().join("printed");
+    assert!(eventually(Duration::from_secs(10), || printed.exists()).await);
+    let text = ok_text(&gimlet.call("bash_output", json!({"job_id": job})).await);
+    assert!(text.starts_with("bold\n100%\n["), "{text:?}");
+    std::fs::write(gimlet.root().join("go"), "").unwrap();
+    let mut looks = Vec::new();
+    for _ in 0..200 {
+        let text = ok_text(&gimlet.call("bash_output", json!({"job_id": job})).await);
+        let exited = text.contains("exited with code 0");
+        looks.push(text);
+        if exited {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        looks.last().unwrap().contains("exited with code 0"),
+        "{looks:?}"
+    );
+    // Only what was added to the line shown before, once.
+    let seen = looks.concat();
+    assert_eq!(seen.matches(" done\n[").count(), 1, "{looks:?}");
+    assert!(!seen.contains("100%"), "{looks:?}");
     gimlet.stop().await;
 }
 

@@ -22,6 +22,47 @@ async fn read_and_ls_through_mcp() {
     gimlet.stop().await;
 }
 
+// See: issue 38, item 4: a valid 9000 x 200 PNG went out whole, and Anthropic's API refuses
+// an image over 8000 px on a side (and every later request of the session with it).
+#[tokio::test]
+async fn a_wide_image_reaches_the_client_scaled_and_a_corrupt_one_is_refused() {
+    use base64::Engine as _;
+    let gimlet = Gimlet::start().await;
+    let wide = image::DynamicImage::ImageRgb8(image::RgbImage::from_fn(9000, 200, |x, y| {
+        image::Rgb([x.to_le_bytes()[0], y.to_le_bytes()[0], 0])
+    }));
+    let mut png = std::io::Cursor::new(Vec::new());
+    wide.write_to(&mut png, image::ImageFormat::Png).unwrap();
+    let png = png.into_inner();
+    gimlet.write("wide.png", &png);
+    gimlet.write("cut.png", &png[..200]);
+    let result = gimlet.call("read", json!({"path": "wide.png"})).await;
+    let caption = ok_text(&result);
+    assert!(
+        caption.contains("resized from 9000x200 to 1568x35"),
+        "{caption}"
+    );
+    let images: Vec<_> = result
+        .content
+        .iter()
+        .filter_map(|block| block.as_image())
+        .collect();
+    assert_eq!(images.len(), 1);
+    assert_eq!(images[0].mime_type, "image/png");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(&images[0].data)
+        .unwrap();
+    let sent = image::load_from_memory(&bytes).unwrap();
+    assert_eq!((sent.width(), sent.height()), (1568, 35));
+    let text = err_text(&gimlet.call("read", json!({"path": "cut.png"})).await);
+    assert!(
+        text.contains("`cut.png` is not a valid PNG image: ")
+            && text.ends_with("; it is 200 bytes"),
+        "{text}"
+    );
+    gimlet.stop().await;
+}
+
 #[tokio::test]
 async fn bad_arguments_are_tool_errors_naming_the_field() {
     let gimlet = Gimlet::start().await;

@@ -21,10 +21,32 @@ use crate::vocab::OutputLimits;
 pub struct Settings {
     /// The `bash` tool.
     pub bash: BashSettings,
+    /// The `read` tool.
+    pub read: ReadSettings,
     /// The `web_fetch` tool.
     pub web_fetch: WebFetchSettings,
     /// The `web_search` tool.
     pub web_search: WebSearchSettings,
+}
+
+/// Settings of `read` (`[tools.read]`).
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ReadSettings {
+    /// Images are sent with their long side at most this many pixels (default 1568, what
+    /// Anthropic's API scales larger images down to; at most 8000, the API's limit): a larger
+    /// image is scaled down and re-encoded, and the result says so.
+    pub image_max_side: Option<u32>,
+}
+
+impl ReadSettings {
+    /// The long side of a sent image at most, in pixels (1 to 8000).
+    pub fn image_max_side(&self) -> u32 {
+        self.image_max_side
+            .unwrap_or(crate::images::DEFAULT_MAX_SIDE)
+            .clamp(1, crate::images::API_MAX_SIDE)
+    }
 }
 
 /// Settings of `web_fetch` (`[tools.web_fetch]`).
@@ -429,6 +451,11 @@ impl ConfigFile {
         {
             ignored.push(String::from("[tools.bash] settings"));
         }
+        // Smaller images only tighten.
+        self.tools.read.image_max_side = min_some(
+            self.tools.read.image_max_side,
+            project.tools.read.image_max_side,
+        );
         if project.tools.web_fetch.allow_local || project.tools.web_search.endpoint.is_some() {
             ignored.push(String::from(
                 "[tools.web_fetch] and [tools.web_search] settings",
@@ -674,6 +701,38 @@ mod tests {
         for path in ["Makefile.local", "deploy/run.sh", ".mcp.json"] {
             assert!(policy.is_protected(Path::new(path)), "{path}");
         }
+    }
+
+    #[test]
+    fn the_read_section_sets_the_image_side_and_a_project_can_only_lower_it() {
+        assert_eq!(ConfigFile::default().tools.read.image_max_side(), 1568);
+        let mut config = ConfigFile::parse(
+            "[tools.read]\nimage_max_side = 3000\n",
+            Path::new("config.toml"),
+        )
+        .unwrap();
+        assert_eq!(config.tools.read.image_max_side(), 3000);
+        // A project file without the setting leaves it; one with a larger value too.
+        let ignored = config.tighten_with(ConfigFile::default());
+        assert!(ignored.is_empty(), "{ignored:?}");
+        assert_eq!(config.tools.read.image_max_side(), 3000);
+        let project = |side: u32| {
+            ConfigFile::parse(
+                &format!("[tools.read]\nimage_max_side = {side}\n"),
+                Path::new(".gimlet.toml"),
+            )
+            .unwrap()
+        };
+        config.tighten_with(project(5000));
+        assert_eq!(config.tools.read.image_max_side(), 3000);
+        config.tighten_with(project(800));
+        assert_eq!(config.tools.read.image_max_side(), 800);
+        // Past the APIs' limit it counts as 8000; 0 as 1.
+        let huge =
+            ConfigFile::parse("[tools.read]\nimage_max_side = 99999\n", Path::new("c")).unwrap();
+        assert_eq!(huge.tools.read.image_max_side(), 8000);
+        let zero = ConfigFile::parse("[tools.read]\nimage_max_side = 0\n", Path::new("c")).unwrap();
+        assert_eq!(zero.tools.read.image_max_side(), 1);
     }
 
     #[test]

@@ -15,13 +15,15 @@ use crate::context::ToolContext;
 use crate::error::ToolError;
 use crate::util::MutexExt as _;
 
-use crate::output::{LongText, OutputBuffer};
+use crate::output::RawLog;
 use crate::process::{Ending, Event, Running};
 use crate::sandbox::protected::Scan;
-use crate::spill::SpillStore;
+use crate::spill::{SpillFile, SpillStore};
+use crate::terminal::Screen;
 use crate::vocab::ToolOutput;
 
-/// Unread output kept per job; older unread output is dropped (the log keeps everything).
+/// Unread output kept per job (of the text shown); older unread output is dropped (the log
+/// keeps everything).
 const MAX_UNREAD: usize = 1024 * 1024;
 
 /// What a job is doing.
@@ -50,10 +52,14 @@ pub(crate) struct Job {
 }
 
 struct JobState {
-    unread: Vec<u8>,
+    /// What is unread of the text shown (as a terminal shows the output).
+    unread: String,
+    /// The line the output is on, and the state of its escape sequences.
+    screen: Screen,
     dropped: u64,
-    log: Option<OutputBuffer>,
-    finished_log: Option<LongText>,
+    /// The bytes printed.
+    log: Option<RawLog>,
+    finished_log: Option<SpillFile>,
     status: JobStatus,
     ended_after: Option<Duration>,
 }
@@ -72,14 +78,18 @@ impl Job {
     /// New output since the last call, and the status.
     pub(crate) fn take(&self) -> Snapshot {
         let mut state = self.state.locked();
-        let output = String::from_utf8_lossy(&std::mem::take(&mut state.unread)).into_owned();
+        let state = &mut *state;
+        // The line the command is on, as it stands (a progress line, a prompt).
+        state.screen.flush_partial(&mut state.unread);
+        state.trim();
+        let output = std::mem::take(&mut state.unread);
         let dropped = std::mem::take(&mut state.dropped);
         Snapshot {
             output,
             dropped,
             status: state.status,
             elapsed: state.ended_after.unwrap_or_else(|| self.started.elapsed()),
-            log: state.finished_log.as_ref().and_then(|l| l.spill.clone()),
+            log: state.finished_log.clone(),
         }
     }
 
@@ -95,6 +105,29 @@ impl Job {
         tokio::time::timeout(wait, done.wait_for(|d| *d))
             .await
             .is_ok()
+    }
+}
+
+impl JobState {
+    /// Takes what the command printed: the bytes into the log, the text shown into `unread`.
+    fn push(&mut self, bytes: &[u8]) {
+        if let Some(log) = &mut self.log {
+            log.push(bytes);
+        }
+        self.screen.feed(bytes, &mut self.unread);
+        self.trim();
+    }
+
+    /// Drops the oldest unread text past [`MAX_UNREAD`] (at a character boundary).
+    fn trim(&mut self) {
+        let mut excess = self.unread.len().saturating_sub(MAX_UNREAD);
+        if excess > 0 {
+            while !self.unread.is_char_boundary(excess) {
+                excess += 1;
+            }
+            self.unread.drain(..excess);
+            self.dropped += excess as u64;
+        }
     }
 }
 
@@ -125,12 +158,10 @@ impl Jobs {
             started: running.started(),
             protected: protected.clone(),
             state: Mutex::new(JobState {
-                unread: Vec::new(),
+                unread: String::new(),
+                screen: Screen::new(),
                 dropped: 0,
-                log: Some(
-                    OutputBuffer::new(spill, 256 * 1024)
-                        .with_max_spill(crate::output::MAX_LOG_BYTES),
-                ),
+                log: Some(RawLog::new(spill, 256 * 1024, crate::output::MAX_LOG_BYTES)),
                 finished_log: None,
                 status: JobStatus::Running,
                 ended_after: None,
@@ -146,15 +177,7 @@ impl Jobs {
                         return;
                     };
                     let mut state = reader.state.locked();
-                    if let Some(log) = &mut state.log {
-                        log.push_bytes(bytes);
-                    }
-                    state.unread.extend_from_slice(bytes);
-                    let excess = state.unread.len().saturating_sub(MAX_UNREAD);
-                    if excess > 0 {
-                        state.unread.drain(..excess);
-                        state.dropped += excess as u64;
-                    }
+                    state.push(bytes);
                 })
                 .await;
             if let Some(protected) = protected {
@@ -163,21 +186,21 @@ impl Jobs {
                     .unwrap_or_default();
                 let mut state = reader.state.locked();
                 for note in notes {
-                    let line = format!("\n[{note}]\n");
-                    state.unread.extend_from_slice(line.as_bytes());
-                    if let Some(log) = &mut state.log {
-                        log.push_bytes(line.as_bytes());
-                    }
+                    state.push(format!("\n[{note}]\n").as_bytes());
                 }
             }
-            let mut state = reader.state.locked();
+            let mut guard = reader.state.locked();
+            let state = &mut *guard;
             state.status = match outcome.ending {
                 Ending::Exited(code) => JobStatus::Exited(code),
                 Ending::TimedOut | Ending::Cancelled => JobStatus::Killed,
             };
             state.ended_after = Some(outcome.duration);
-            state.finished_log = state.log.take().map(OutputBuffer::finish);
-            drop(state);
+            // The last line, unfinished, as it stands.
+            std::mem::take(&mut state.screen).finish(&mut state.unread);
+            state.trim();
+            state.finished_log = state.log.take().and_then(RawLog::into_file_if_large);
+            drop(guard);
             let _ = done_tx.send(true);
         });
         self.jobs.locked().push(Arc::clone(&job));

@@ -183,7 +183,8 @@ fn the_bottom_rooms_import_nothing_above_them() {
     let allowed: &[(&str, &[&str])] = &[
         ("util", &[]),
         ("spill", &["util"]),
-        ("output", &["spill", "util"]),
+        ("terminal", &[]),
+        ("output", &["spill", "util", "terminal"]),
         ("vocab", &["output", "spill"]),
         ("fs", &["util"]),
     ];

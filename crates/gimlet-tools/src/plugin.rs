@@ -239,6 +239,7 @@ impl DynTool for CommandTool {
                 title: self.title.clone(),
                 command: self.command.clone(),
                 timeout_s: self.timeout_s,
+                limits: ctx.result_limits(DynTool::output_limits(self, ctx.env())),
             };
             run.run(args, ctx, self.sandboxed(ctx.env())).await
         })
@@ -252,6 +253,8 @@ struct PluginRun {
     title: String,
     command: String,
     timeout_s: u64,
+    /// The limits its result is cut to.
+    limits: OutputLimits,
 }
 
 impl PluginRun {
@@ -300,13 +303,14 @@ impl PluginRun {
             timeout_ms: Some(self.timeout_s * 1000),
             workdir: None,
         };
-        let finished = run_foreground(&command, ctx, sandboxed).await;
+        let finished = run_foreground(&command, ctx, sandboxed, self.limits).await;
         let stderr = ctx
             .blocking(move |_| {
                 let text = std::fs::read(&errors).unwrap_or_default();
                 let _ = std::fs::remove_file(&input);
                 let _ = std::fs::remove_file(&errors);
-                Ok(String::from_utf8_lossy(&text[..text.len().min(64 * 1024)]).into_owned())
+                // As a terminal would show it, as the command's output is.
+                Ok(crate::terminal::render(&text[..text.len().min(64 * 1024)]))
             })
             .await?;
         let finished = finished?;

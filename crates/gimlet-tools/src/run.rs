@@ -16,18 +16,19 @@ use crate::context::{ProgressUpdate, ToolContext};
 use crate::error::ToolError;
 use crate::fs::PathError;
 use crate::jobs::Jobs;
-use crate::output::{MAX_LOG_BYTES, OutputBuffer};
+use crate::output::{CommandOutput, MAX_LOG_BYTES};
 use crate::process::{Ending, Event, Place, command_env, shell, spawn};
 #[cfg(target_os = "linux")]
 use crate::sandbox::pool::Sandboxes;
 use crate::sandbox::protected::{Scan, ScanCache};
 use crate::sandbox::tmp::SessionTmp;
 use crate::sandbox::{HelperPlan, SANDBOX_FAILED, SandboxPlan, TMP, denial, sockets_to_hide};
-use crate::vocab::{Content, ToolOutput};
+use crate::vocab::{Content, OutputLimits, ToolOutput};
 
 /// Timeout when none is given.
 pub(crate) const DEFAULT_TIMEOUT_MS: u64 = 120_000;
-/// Output kept in memory at each end; the rest goes to the spill file.
+/// Output kept in memory at each end (of the text shown, and of the bytes printed before they
+/// go to the spill file).
 const KEEP_BYTES: usize = 512 * 1024;
 /// How often a running command reports progress (elapsed time and its last line), output or
 /// not: at least once a second.
@@ -66,7 +67,11 @@ pub(crate) struct CommandResult {
 /// A finished foreground run.
 pub(crate) struct Finished {
     command: String,
+    /// The text shown (as a terminal shows the output); its spill file, if it will be cut,
+    /// holds the bytes printed.
     pub(crate) output: crate::output::LongText,
+    /// Bytes the command printed.
+    printed: u64,
     pub(crate) ending: Ending,
     duration: Duration,
     sandboxed: bool,
@@ -133,21 +138,23 @@ impl Finished {
             ),
         };
         let mut footer = format!("[{status}]");
-        if self.output.spill.is_some() && self.output.saved < self.output.total_bytes {
+        if self.output.spill.is_some() && self.output.saved < self.printed {
             let _ = write!(
                 footer,
                 "\n[The command printed {} bytes; the saved log holds the first {} MiB.]",
-                self.output.total_bytes,
+                self.printed,
                 MAX_LOG_BYTES / (1024 * 1024)
             );
         }
         for note in &self.notes {
             let _ = write!(footer, "\n[{note}]");
         }
-        let bytes = self.output.total_bytes;
+        let bytes = self.printed;
         let mut content = Vec::with_capacity(2);
-        if bytes > 0 {
+        if self.output.total_bytes > 0 {
             content.push(Content::Long(self.output));
+        } else if bytes > 0 {
+            footer.insert_str(0, "(no visible output: only control sequences)\n");
         } else {
             footer.insert_str(0, "(no output)\n");
         }
@@ -380,10 +387,15 @@ pub(crate) async fn prepare(
     .await
 }
 
+/// Runs a command in the foreground. Its output is shown as a terminal would show it
+/// ([`crate::terminal`]); `limits` are the ones its result will be cut to
+/// ([`ToolContext::result_limits`]), so that when it will be, the bytes it printed are saved
+/// for the truncation notice to point to.
 pub(crate) async fn run_foreground(
     args: &CommandRun,
     ctx: &ToolContext,
     sandboxed: bool,
+    limits: OutputLimits,
 ) -> Result<Finished, ToolError> {
     let Prepared {
         helper,
@@ -396,7 +408,7 @@ pub(crate) async fn run_foreground(
     let mut running = spawn(&helper, place(&plan, ctx), &env)
         .await
         .map_err(|e| ToolError::io(format!("starting `{}`", args.command), e))?;
-    let mut output = OutputBuffer::new(ctx.env().spill(), KEEP_BYTES).with_max_spill(MAX_LOG_BYTES);
+    let mut output = CommandOutput::new(ctx.env().spill(), KEEP_BYTES, MAX_LOG_BYTES);
     let mut last_line = String::new();
     let started = Instant::now();
     let outcome = running
@@ -406,13 +418,15 @@ pub(crate) async fn run_foreground(
             Some(HEARTBEAT),
             |event| match event {
                 Event::Output(bytes) => {
-                    output.push_bytes(bytes);
-                    if let Some(line) = String::from_utf8_lossy(bytes)
-                        .lines()
+                    output.push(bytes);
+                    // The last line with text, as a terminal shows it.
+                    if let Some(line) = bytes
+                        .split(|&b| b == b'\n')
                         .rev()
+                        .map(crate::terminal::render)
                         .find(|l| !l.trim().is_empty())
                     {
-                        last_line = line.chars().take(200).collect();
+                        last_line = line.trim_end().chars().take(200).collect();
                     }
                 }
                 // A heartbeat, output or not: hosts that time out a call without progress
@@ -439,7 +453,7 @@ pub(crate) async fn run_foreground(
     if let Some(protected) = protected {
         notes.extend(ctx.blocking(move |_| Ok(protected.undo_planted())).await?);
     }
-    let output = output.finish();
+    let (output, printed) = output.finish(|text| limits.fits(text));
     if let Ending::Exited(code) = outcome.ending
         && code == SANDBOX_FAILED
         && output
@@ -451,6 +465,7 @@ pub(crate) async fn run_foreground(
     Ok(Finished {
         command: args.command.clone(),
         output,
+        printed,
         ending: outcome.ending,
         duration: outcome.duration,
         sandboxed,

@@ -102,6 +102,11 @@ impl OutputLimits {
         max_bytes: 45 * 1024,
         mode: TruncationMode::Head,
     };
+
+    /// Whether `text` is within both limits (the truncation stage leaves it whole).
+    pub fn fits(&self, text: &str) -> bool {
+        text.len() <= self.max_bytes && crate::output::count_lines(text) <= self.max_lines
+    }
 }
 
 impl Default for OutputLimits {

@@ -15,6 +15,7 @@ use crate::fs::{ContentHash, PathError, ResolvedPath, RootSet};
 use crate::lsp::Changed;
 use crate::permission::{Access, PathAccess, Policy};
 use crate::util::MutexExt as _;
+use crate::vocab::OutputLimits;
 
 /// A progress update from a running call.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -285,6 +286,20 @@ impl ToolContext {
             AccessKind::Read => Access::Read(path),
             AccessKind::Write => Access::Write(path),
         }
+    }
+
+    /// The limits a result of a tool with `limits` is cut to in this call: lowered to what the
+    /// session's client shows its model whole ([`Session::set_result_budget`]) unless the
+    /// limits were configured. The truncation stage cuts to these; a tool may ask them to know
+    /// beforehand whether its result will be cut.
+    pub fn result_limits(&self, limits: OutputLimits) -> OutputLimits {
+        let mut limits = limits;
+        if !self.env().limits_configured()
+            && let Some(budget) = self.session().result_budget()
+        {
+            limits.max_bytes = limits.max_bytes.min(budget);
+        }
+        limits
     }
 
     /// Runs blocking work (file system, walks) off the async runtime: in place when the call

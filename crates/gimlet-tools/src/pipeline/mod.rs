@@ -227,13 +227,7 @@ async fn run_stages(
 /// The tool's output limits, lowered to what the session's client shows its model whole
 /// ([`crate::Session::set_result_budget`]) unless the limits were configured.
 fn limits_for(tool: &dyn DynTool, ctx: &ToolContext) -> crate::OutputLimits {
-    let mut limits = tool.output_limits(ctx.env());
-    if !ctx.env().limits_configured()
-        && let Some(budget) = ctx.session().result_budget()
-    {
-        limits.max_bytes = limits.max_bytes.min(budget);
-    }
-    limits
+    ctx.result_limits(tool.output_limits(ctx.env()))
 }
 
 /// Stages 1-3: parse, validate, permission.

@@ -192,7 +192,8 @@ impl Tool for BashTool {
         if args.run_in_background.unwrap_or(false) {
             return start_background(&args, ctx, sandboxed).await;
         }
-        let mut first = run_foreground(&CommandRun::from(&args), ctx, sandboxed).await?;
+        let limits = ctx.result_limits(self.output_limits(ctx.env()));
+        let mut first = run_foreground(&CommandRun::from(&args), ctx, sandboxed, limits).await?;
         first.notes.extend(note);
         let Some(cause) = first.blocked_by_sandbox() else {
             return Ok(first.into_output());
@@ -210,9 +211,11 @@ impl Tool for BashTool {
                 let ctx = ctx.clone();
                 Box::new(move || {
                     Box::pin(async move {
-                        Ok(run_foreground(&CommandRun::from(&args), &ctx, false)
-                            .await?
-                            .into_output())
+                        Ok(
+                            run_foreground(&CommandRun::from(&args), &ctx, false, limits)
+                                .await?
+                                .into_output(),
+                        )
                     })
                 })
             },

@@ -13,6 +13,7 @@ use serde_json::json;
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::fs::{ContentHash, FileStamp, Hasher, ResolvedPath, nowait};
+use crate::images::{self, Format, ImageRefusal};
 use crate::permission::Access;
 use crate::tool::Tool;
 use crate::vocab::{Content, FilePage, OutputLimits, ToolFlags, ToolOutput};
@@ -23,8 +24,6 @@ const DESCRIPTION: &str = include_str!("read.md");
 pub(crate) const DEFAULT_LIMIT: usize = 2000;
 /// Characters after which a line is cut.
 pub(crate) const MAX_LINE_CHARS: usize = 2000;
-/// Largest image returned inline.
-pub(crate) const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 /// Bytes inspected to tell text from binary.
 const SNIFF_BYTES: usize = 8192;
 
@@ -111,14 +110,14 @@ fn read_blocking(args: &ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolE
     let mut at_end = head_len == size && head.len() > size;
     head.truncate(head_len);
     let is_notebook = resolved.path.extension().is_some_and(|e| e == "ipynb");
-    let image = image_type(&head);
+    let image = Format::sniff(&head);
     if nowait::active() && (!at_end || is_notebook || image.is_some()) {
         // Attempts without waiting serve small text files read whole in the first read (the
         // only read they make); the rest is read where waiting is allowed.
         return Err(io_error(&resolved, nowait::would_block()));
     }
-    if let Some(mime_type) = image {
-        return read_image(&resolved, file, head, &meta, mime_type, ctx);
+    if let Some(format) = image {
+        return read_image(&resolved, file, head, &meta, format, ctx);
     }
     if let Some(kind) = binary_kind(&head) {
         return Err(ToolError::failed(format!(
@@ -500,69 +499,83 @@ fn memchr_newline(bytes: &[u8]) -> Option<usize> {
     bytes.iter().position(|&b| b == b'\n')
 }
 
+/// An image, decoded and checked, and scaled down and re-encoded when it is larger than a model
+/// takes ([`crate::images`]). Decoding is CPU work: this runs on the blocking pool (the attempt
+/// without waiting leaves images to it).
 fn read_image(
     resolved: &ResolvedPath,
     mut file: File,
     head: Vec<u8>,
     meta: &std::fs::Metadata,
-    mime_type: &'static str,
+    format: Format,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
+    debug_assert!(
+        !nowait::active(),
+        "images are decoded where waiting is allowed"
+    );
     let size = meta.len();
-    if size > MAX_IMAGE_BYTES {
-        return Err(ToolError::failed(format!(
-            "`{}` is a {mime_type} image of {size} bytes; images are returned up to {MAX_IMAGE_BYTES} \
-             bytes. Resize it first (e.g. with a command) and read the smaller copy",
+    let refused = |why: ImageRefusal| {
+        ToolError::failed(format!(
+            "`{}` {why}; it is {size} bytes",
             resolved.display()
-        )));
+        ))
+    };
+    if size > images::MAX_INPUT_BYTES {
+        return Err(refused(ImageRefusal::FileTooLarge {
+            format: format.name(),
+            bytes: size,
+        }));
     }
     let mut data = head;
     file.read_to_end(&mut data)
         .map_err(|e| io_error(resolved, e))?;
     let hash = ContentHash::of(&data);
+    let bytes = data.len() as u64;
+    let max_side = ctx.env().settings().read.image_max_side();
+    let prepared = images::prepare(data, format, max_side).map_err(refused)?;
     ctx.session().files().record(
         &resolved.path,
         FileStamp {
             hash,
-            size: data.len() as u64,
+            size: bytes,
             modified: meta.modified().ok(),
             seen_at: SystemTime::now(),
         },
     );
     let display = resolved.display();
-    let caption = format!(
-        "[{display}: {mime_type} image, {} bytes, hash {hash}]",
-        data.len()
+    let (width, height) = prepared.original;
+    let mut caption = format!(
+        "[{display}: {} image, {width}x{height}, {bytes} bytes, hash {hash}",
+        format.name()
     );
+    if let Some(done) = prepared.describe(max_side) {
+        let _ = write!(caption, "; {done}");
+    }
+    caption.push(']');
+    let structured = json!({
+        "path": display,
+        "mime_type": prepared.format.mime_type(),
+        "bytes": bytes,
+        "hash": hash.to_string(),
+        "width": width,
+        "height": height,
+        "sent_width": prepared.width,
+        "sent_height": prepared.height,
+        "sent_bytes": prepared.data.len(),
+    });
     Ok(ToolOutput {
         title: Some(display.clone()),
         content: vec![
             Content::Image {
-                data,
-                mime_type: mime_type.to_owned(),
+                mime_type: prepared.format.mime_type().to_owned(),
+                data: prepared.data,
             },
             Content::Text(caption),
         ],
-        structured: Some(
-            json!({"path": display, "mime_type": mime_type, "bytes": size, "hash": hash.to_string()}),
-        ),
+        structured: Some(structured),
         ..ToolOutput::default()
     })
-}
-
-/// The MIME type of a PNG, JPEG, GIF or WebP file, by its magic bytes.
-fn image_type(head: &[u8]) -> Option<&'static str> {
-    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some("image/png")
-    } else if head.starts_with(&[0xFF, 0xD8, 0xFF]) {
-        Some("image/jpeg")
-    } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
-        Some("image/gif")
-    } else if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
-        Some("image/webp")
-    } else {
-        None
-    }
 }
 
 /// What a binary file looks like, or `None` for text. Text may contain any byte but NUL and

@@ -178,19 +178,192 @@ async fn directories_binaries_and_fifos_get_clear_errors() {
     assert_eq!(err, "`notes.md` does not exist; did you mean `notes.txt`?");
 }
 
+/// An image encoded as `format`.
+fn encoded(image: &image::DynamicImage, format: image::ImageFormat) -> Vec<u8> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    image.write_to(&mut out, format).unwrap();
+    out.into_inner()
+}
+
+/// A smooth RGB picture.
+fn picture(width: u32, height: u32) -> image::DynamicImage {
+    image::DynamicImage::ImageRgb8(image::RgbImage::from_fn(width, height, |x, y| {
+        image::Rgb([(x % 251).to_le_bytes()[0], (y % 241).to_le_bytes()[0], 90])
+    }))
+}
+
+/// The one image block of an output: its bytes decoded, and its MIME type.
+fn sent_image(out: &crate::ToolOutput) -> (image::DynamicImage, String) {
+    let images: Vec<_> = out
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            Content::Image { data, mime_type } => Some((data, mime_type)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(images.len(), 1, "{:?}", out.joined_text());
+    let (data, mime_type) = images[0];
+    (image::load_from_memory(data).unwrap(), mime_type.clone())
+}
+
 #[tokio::test]
 async fn images_come_back_as_image_content() {
     let ws = TestWorkspace::new();
-    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
-    ws.write("pixel.png", png);
+    let png = encoded(&picture(3, 2), image::ImageFormat::Png);
+    ws.write("pixel.png", &png);
     let out = ws.call("read", json!({"path": "pixel.png"})).await.unwrap();
     match &out.content[0] {
         Content::Image { data, mime_type } => {
             assert_eq!(mime_type, "image/png");
+            // A small valid image goes out byte for byte: no needless re-encoding.
             assert_eq!(data.as_slice(), png.as_slice());
         }
         other => panic!("expected an image, got {other:?}"),
     }
+    let caption = out.joined_text();
+    assert!(
+        caption.starts_with(&format!(
+            "[pixel.png: PNG image, 3x2, {} bytes, hash ",
+            png.len()
+        )),
+        "{caption}"
+    );
+    assert!(!caption.contains("resized"), "{caption}");
+}
+
+// See: issue 38, item 4: three files that went out whole as `image/png` and would fail every
+// later turn of the session.
+#[tokio::test]
+async fn corrupt_images_are_refused_saying_what_the_file_is() {
+    let ws = TestWorkspace::new();
+    let mut cut = encoded(&picture(64, 64), image::ImageFormat::Png);
+    cut.truncate(200);
+    ws.write("shot.png", &cut);
+    let mut random = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut state = 0x2545_F491_4F6C_DD1D_u64;
+    while random.len() < 1024 * 1024 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        random.extend_from_slice(&state.to_le_bytes());
+    }
+    random.truncate(1024 * 1024);
+    ws.write("noise.png", &random);
+    let err = ws.error("read", json!({"path": "shot.png"})).await;
+    assert!(
+        err.starts_with("`shot.png` is not a valid PNG image: "),
+        "{err}"
+    );
+    assert!(err.ends_with("; it is 200 bytes"), "{err}");
+    let err = ws.error("read", json!({"path": "noise.png"})).await;
+    assert!(
+        err.starts_with("`noise.png` is not a valid PNG image: ")
+            && err.ends_with("; it is 1048576 bytes"),
+        "{err}"
+    );
+    // Nothing was recorded as read.
+    assert!(
+        ws.session
+            .files()
+            .get(&ws.root().join("shot.png"))
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_wide_image_is_scaled_down_and_the_result_says_how() {
+    let ws = TestWorkspace::new();
+    ws.write(
+        "wide.png",
+        encoded(&picture(9000, 200), image::ImageFormat::Png),
+    );
+    let out = ws.call("read", json!({"path": "wide.png"})).await.unwrap();
+    let (sent, mime_type) = sent_image(&out);
+    assert_eq!(
+        (sent.width(), sent.height(), mime_type.as_str()),
+        (1568, 35, "image/png")
+    );
+    let caption = out.joined_text();
+    assert!(
+        caption.contains("PNG image, 9000x200, ")
+            && caption.contains("; resized from 9000x200 to 1568x35"),
+        "{caption}"
+    );
+    let structured = out.structured.unwrap();
+    assert_eq!(
+        (
+            &structured["width"],
+            &structured["sent_width"],
+            &structured["sent_height"]
+        ),
+        (&json!(9000), &json!(1568), &json!(35))
+    );
+}
+
+#[tokio::test]
+async fn a_large_photo_is_scaled_and_stays_a_jpeg() {
+    let ws = TestWorkspace::new();
+    ws.write(
+        "photo.jpg",
+        encoded(&picture(2400, 1800), image::ImageFormat::Jpeg),
+    );
+    let out = ws.call("read", json!({"path": "photo.jpg"})).await.unwrap();
+    let (sent, mime_type) = sent_image(&out);
+    assert_eq!(
+        (sent.width(), sent.height(), mime_type.as_str()),
+        (1568, 1176, "image/jpeg")
+    );
+}
+
+#[tokio::test]
+async fn a_15_mb_screenshot_is_scaled_rather_than_refused() {
+    // Noise does not compress: the PNG is about 15 MB (the old limit refused anything over 5
+    // MiB), and even scaled it is too many bytes as PNG, so it goes out as a JPEG.
+    let ws = TestWorkspace::new();
+    let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+    let noise = image::DynamicImage::ImageRgb8(image::RgbImage::from_fn(2600, 1950, |_, _| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let [r, g, b, ..] = state.to_le_bytes();
+        image::Rgb([r, g, b])
+    }));
+    let png = encoded(&noise, image::ImageFormat::Png);
+    assert!(png.len() > 15_000_000, "{}", png.len());
+    ws.write("screenshot.png", &png);
+    let out = ws
+        .call("read", json!({"path": "screenshot.png"}))
+        .await
+        .unwrap();
+    let (sent, mime_type) = sent_image(&out);
+    assert_eq!(
+        (sent.width(), sent.height(), mime_type.as_str()),
+        (1568, 1176, "image/jpeg")
+    );
+    let caption = out.joined_text();
+    assert!(
+        caption.contains("resized from 2600x1950 to 1568x1176"),
+        "{caption}"
+    );
+    assert!(caption.contains("sent as JPEG"), "{caption}");
+}
+
+#[tokio::test]
+async fn the_long_side_of_sent_images_is_configurable() {
+    let ws = TestWorkspace::custom(|env| {
+        let mut settings = crate::config::Settings::default();
+        settings.read.image_max_side = Some(100);
+        env.settings(settings)
+    });
+    ws.write(
+        "small.png",
+        encoded(&picture(300, 150), image::ImageFormat::Png),
+    );
+    let out = ws.call("read", json!({"path": "small.png"})).await.unwrap();
+    let (sent, _) = sent_image(&out);
+    assert_eq!((sent.width(), sent.height()), (100, 50));
+    assert!(out.joined_text().contains("a long side of at most 100 px"));
 }
 
 #[tokio::test]
