@@ -188,8 +188,9 @@ def write_wheel(out, platform, binary, meta):
 
 def npm_pack(folder, out):
     """`npm pack` of a folder into OUT; the tarball's path."""
+    npm = shutil.which("npm") or "npm"  # npm.cmd on Windows, which needs its full path
     result = subprocess.run(
-        ["npm", "pack", "--silent", "--pack-destination", os.path.abspath(out)],
+        [npm, "pack", "--silent", "--pack-destination", os.path.abspath(out)],
         cwd=folder, check=True, capture_output=True, text=True,
     )
     return os.path.join(out, result.stdout.strip().splitlines()[-1])

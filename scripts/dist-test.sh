@@ -168,12 +168,13 @@ sys.exit(f"needs glibc newer than 2.17: {bad}" if bad else 0)'
 if readelf -d "$binary" | grep -q RELR; then echo "packed relocations in the portable binary" >&2; exit 1; fi
 HOME="$REAL_HOME"
 chroot_dir="$DIST_CACHE/bullseye"
+# Debian's packages through the mirror apt is configured with.
+mirror="$(sed -n 's/^URIs: *\(http[^ ]*\/debian\)\/\{0,1\}$/\1/p' /etc/apt/sources.list.d/*.sources 2> /dev/null | head -n1)"
+mirror="${mirror:-http://deb.debian.org/debian}"
 if [[ "$(id -u)" != 0 ]] || ! command -v debootstrap > /dev/null; then
   echo "skipped: the Debian 11 session needs root and debootstrap"
 else
   if [[ ! -x "$chroot_dir/bin/bash" ]]; then
-    mirror="$(sed -n 's/^URIs: *\(http[^ ]*\/debian\)\/\{0,1\}$/\1/p' /etc/apt/sources.list.d/*.sources 2> /dev/null | head -n1)"
-    mirror="${mirror:-http://deb.debian.org/debian}"
     echo "debootstrap of Debian 11 from $mirror into $chroot_dir (once)"
     rm -rf "$chroot_dir.tmp"
     debootstrap --variant=minbase bullseye "$chroot_dir.tmp" "$mirror" > "$WORK/debootstrap.log" \
@@ -187,6 +188,47 @@ else
   session "Debian 11 (chroot)" --root "$chroot_dir/srv/root" --root-as /srv/root -- \
     chroot "$chroot_dir" /opt/gimlet/gimlet serve --root /srv/root
   umount "$chroot_dir/proc"
+  if [[ -x target/release/gimlet ]]; then # the control: what `cargo build --release` makes
+    cp target/release/gimlet "$chroot_dir/opt/gimlet/native"
+    if chroot "$chroot_dir" /opt/gimlet/native --version > /dev/null 2>&1; then
+      echo "note: target/release/gimlet starts in Debian 11 too (built against an old glibc?)"
+    else
+      echo "control: target/release/gimlet does not start there ($(chroot "$chroot_dir" /opt/gimlet/native --version 2>&1 | grep -o 'GLIBC[A-Z_]*[0-9.]*' | sort -u | tr '\n' ' '))"
+    fi
+    rm -f "$chroot_dir/opt/gimlet/native"
+  fi
+fi
+
+step "the Linux arm64 binary: glibc 2.17 symbols, and a session under qemu-aarch64 with Debian 11's arm64 C library"
+arm_wheel="$(ls "$DIST"/gimlet_mcp-"$VERSION"-py3-none-manylinux_2_17_aarch64*.whl 2> /dev/null | head -n1 || true)"
+if [[ -z "$arm_wheel" ]]; then
+  echo "skipped: no arm64 wheel in dist/"
+elif ! command -v qemu-aarch64 > /dev/null || ! command -v debootstrap > /dev/null; then
+  echo "skipped: needs qemu-aarch64 (apt-get install qemu-user) and debootstrap"
+else
+  arm_root="$DIST_CACHE/bullseye-arm64"
+  if [[ ! -e "$arm_root/lib/ld-linux-aarch64.so.1" ]]; then
+    # Only unpacked (--foreign): qemu needs the C library's files, not a configured system.
+    rm -rf "$arm_root.tmp"
+    debootstrap --arch=arm64 --foreign --variant=minbase bullseye "$arm_root.tmp" \
+      "$mirror" > "$WORK/debootstrap-arm64.log" \
+      || { tail -n 20 "$WORK/debootstrap-arm64.log"; exit 1; }
+    mv "$arm_root.tmp" "$arm_root"
+  fi
+  mkdir -p "$WORK/arm64"
+  python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$arm_wheel" "$WORK/arm64"
+  arm_binary="$(find "$WORK/arm64" -path '*/scripts/gimlet')"
+  chmod +x "$arm_binary"
+  readelf -V --wide "$arm_binary" | grep -o 'GLIBC_2\.[0-9.]*' | sort -uV | python3 -c '
+import sys
+versions = sys.stdin.read().split()
+bad = [v for v in versions if tuple(map(int, v[6:].split("."))) > (2, 17)]
+print(f"newest glibc symbol version: {versions[-1]}")
+sys.exit(f"needs glibc newer than 2.17: {bad}" if bad else 0)'
+  # The command sandbox's seccomp filter is for arm64 system calls, and qemu-user runs the
+  # binary on this machine's kernel: commands run unsandboxed here.
+  session "arm64 under qemu (Debian 11 libc)" -- qemu-aarch64 -L "$arm_root" "$arm_binary" \
+    serve --sandbox off --root '{root}'
 fi
 
 step "figures"

@@ -40,6 +40,7 @@ done
 requested="${targets:-$ALL}"
 
 host_os="$(uname -s)"
+TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 skipped=() failed=() built=()
 
 say() { printf '==> %s\n' "$*" >&2; }
@@ -93,35 +94,38 @@ unbuildable() {
   esac
 }
 
-# Builds a platform's release binary (stripped); prints its path.
+# Builds a platform's release binary (stripped); prints its path. (It runs as the condition
+# of an `if`, where `set -e` does not apply: every step says `|| return`.)
 build_binary() {
-  local platform="$1" work="target/dist/$1"
-  mkdir -p "$work"
+  local platform="$1" work="target/dist/$1" target
+  mkdir -p "$work" || return
   case "$platform" in
     linux-x64 | linux-arm64)
-      local target
       target="$(rust_targets "$platform")"
-      cargo zigbuild --release --locked --bin gimlet --target "$target.2.17" >&2
-      strip_elf "target/$target/release/gimlet" "$work/gimlet"
+      cargo zigbuild --release --locked --bin gimlet --target "$target.2.17" >&2 || return
+      strip_elf "$TARGET_DIR/$target/release/gimlet" "$work/gimlet" || return
+      check_glibc "$work/gimlet" || return
       ;;
     darwin-universal)
       if [[ "$host_os" == Darwin ]]; then
-        cargo build --release --locked --bin gimlet --target aarch64-apple-darwin >&2
-        cargo build --release --locked --bin gimlet --target x86_64-apple-darwin >&2
-        lipo -create -output "$work/gimlet" target/aarch64-apple-darwin/release/gimlet \
-          target/x86_64-apple-darwin/release/gimlet
-        strip -x "$work/gimlet"
+        cargo build --release --locked --bin gimlet --target aarch64-apple-darwin >&2 || return
+        cargo build --release --locked --bin gimlet --target x86_64-apple-darwin >&2 || return
+        lipo -create -output "$work/gimlet" "$TARGET_DIR/aarch64-apple-darwin/release/gimlet" \
+          "$TARGET_DIR/x86_64-apple-darwin/release/gimlet" || return
+        strip -x "$work/gimlet" || return
       else
-        cargo zigbuild --release --locked --bin gimlet --target universal2-apple-darwin >&2
-        cp target/universal2-apple-darwin/release/gimlet "$work/gimlet"
+        cargo zigbuild --release --locked --bin gimlet --target universal2-apple-darwin \
+          2>&1 | tee "$work/build.log" >&2
+        (( PIPESTATUS[0] == 0 )) || return
+        cp "$TARGET_DIR/universal2-apple-darwin/release/gimlet" "$work/gimlet" || return
       fi ;;
     win32-x64)
-      local target
       target="$(rust_targets "$platform")"
-      cargo build --release --locked --bin gimlet --target "$target" >&2
-      cp "target/$target/release/gimlet.exe" "$work/gimlet.exe"
-      if [[ "$target" == *gnu ]]; then x86_64-w64-mingw32-strip "$work/gimlet.exe"; fi
-      echo "$work/gimlet.exe"; return ;;
+      cargo build --release --locked --bin gimlet --target "$target" >&2 || return
+      cp "$TARGET_DIR/$target/release/gimlet.exe" "$work/gimlet.exe" || return
+      if [[ "$target" == *gnu ]]; then x86_64-w64-mingw32-strip "$work/gimlet.exe" || return; fi
+      echo "$work/gimlet.exe"
+      return ;;
   esac
   echo "$work/gimlet"
 }
@@ -130,6 +134,18 @@ build_binary() {
 strip_elf() {
   if zig_run objcopy --strip-all "$1" "$2" 2> /dev/null; then return; fi
   cp "$1" "$2" && strip --strip-all "$2"
+}
+
+# Fails when an ELF binary asks for a glibc symbol version newer than 2.17 (readelf reads
+# every architecture's version needs).
+check_glibc() {
+  local newest
+  newest="$(readelf -V --wide "$1" | grep -o 'GLIBC_2\.[0-9.]*' | sort -uV | tail -n1)"
+  echo "$1: newest glibc symbol version $newest" >&2
+  if [[ "$(printf '%s\n' "$newest" GLIBC_2.17 | sort -V | tail -n1)" != GLIBC_2.17 ]]; then
+    echo "$1 needs a glibc newer than 2.17 ($newest)" >&2
+    return 1
+  fi
 }
 
 if (( build )); then
@@ -142,10 +158,19 @@ if (( build )); then
     if [[ -n "$reason" ]]; then skip "$platform" "$reason"; continue; fi
     say "$platform: building"
     if ! binary="$(build_binary "$platform")"; then
+      # Cross-linking for macOS needs the SDK's frameworks and libraries (SDKROOT), which a
+      # Linux machine rarely has: that is this machine's limit, not a failure of the build.
+      if [[ "$platform" == darwin-* && "$host_os" != Darwin ]] \
+          && grep -qiE 'framework|SDKROOT|libSystem|unable to find (library|dynamic)' "target/dist/$platform/build.log" 2> /dev/null; then
+        skip "$platform" "linking for macOS needs the macOS SDK (set SDKROOT), which this machine lacks; the release builds it on a macOS runner"
+        continue
+      fi
       say "$platform: FAILED to build"; failed+=("$platform"); continue
     fi
     say "$platform: packing $binary ($(du -h "$binary" | cut -f1))"
-    "$PYTHON" packaging/dist.py platform "$OUT" "$platform" "$binary"
+    if ! "$PYTHON" packaging/dist.py platform "$OUT" "$platform" "$binary"; then
+      say "$platform: FAILED to pack"; failed+=("$platform"); continue
+    fi
     built+=("$platform")
   done
 fi
