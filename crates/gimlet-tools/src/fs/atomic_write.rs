@@ -194,6 +194,12 @@ pub(super) fn open_parent_dir(resolved: &ResolvedPath) -> Result<(OwnedFd, OsStr
     Ok((fd.map_err(|e| resolved.map_open_error(e))?, name))
 }
 
+/// A `stat`'s link count as `u64`: `st_nlink` is 64 bits on `x86_64` Linux but 32 on `aarch64`
+/// Linux. (Generic, so that no target sees a conversion of a type to itself.)
+pub(crate) fn link_count(links: impl Into<u64>) -> u64 {
+    links.into()
+}
+
 /// What is at the target now, checked for being writable.
 fn inspect_target(
     dir: &OwnedFd,
@@ -206,7 +212,7 @@ fn inspect_target(
             match FileType::from_raw_mode(stat.st_mode) {
                 FileType::RegularFile if stat.st_nlink > 1 => Err(WriteError::HardLinked {
                     path,
-                    links: stat.st_nlink,
+                    links: link_count(stat.st_nlink),
                 }),
                 FileType::RegularFile => Ok(Some(stat)),
                 FileType::Directory => Err(WriteError::Directory { path }),

@@ -26,8 +26,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::fs::atomic_write::{
     Expected, FileId, Ownership, TempFile, WriteError, exchange, hash_file, hold_old, id_at,
-    is_exist, keep_late_appends, matches, open_parent_dir, rename_noreplace, swap_back, sweep_once,
-    temp_name, unlink_if,
+    is_exist, keep_late_appends, link_count, matches, open_parent_dir, rename_noreplace, swap_back,
+    sweep_once, temp_name, unlink_if,
 };
 use crate::fs::file_state::ContentHash;
 use crate::fs::paths::{PathError, ResolvedPath};
@@ -303,7 +303,7 @@ fn check_writable(staged: &Staged, resolved: &ResolvedPath) -> Result<(), WriteE
     match rustix::fs::FileType::from_raw_mode(stat.st_mode) {
         rustix::fs::FileType::RegularFile if stat.st_nlink > 1 => Err(WriteError::HardLinked {
             path,
-            links: stat.st_nlink,
+            links: link_count(stat.st_nlink),
         }),
         rustix::fs::FileType::RegularFile => Ok(()),
         rustix::fs::FileType::Directory => Err(WriteError::Directory { path }),
