@@ -130,10 +130,23 @@ build_binary() {
   echo "$work/gimlet"
 }
 
-# Copies an ELF binary without its symbol table (zig's objcopy reads every architecture).
+# Copies an ELF binary without its symbol table: with the first stripper that reads its
+# architecture (zig's objcopy cannot strip these yet; GNU strip reads only the machine's own;
+# Debian's binutils-aarch64-linux-gnu has one for arm64).
 strip_elf() {
-  if zig_run objcopy --strip-all "$1" "$2" 2> /dev/null; then return; fi
-  cp "$1" "$2" && strip --strip-all "$2"
+  rm -f "$2"
+  if zig_run objcopy --strip-all "$1" "$2" 2> /dev/null; then return 0; fi
+  local tool
+  for tool in llvm-strip aarch64-linux-gnu-strip strip; do
+    command -v "$tool" > /dev/null || continue
+    rm -f "$2"
+    if "$tool" --strip-all -o "$2" "$1" 2> /dev/null; then
+      echo "stripped with $tool" >&2
+      return 0
+    fi
+  done
+  echo "no stripper here reads $1" >&2
+  return 1
 }
 
 # Fails when an ELF binary asks for a glibc symbol version newer than 2.17 (readelf reads
