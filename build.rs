@@ -98,8 +98,8 @@ fn orders_functions(linker: Linker) -> bool {
 }
 
 /// The function order as lld's `OVERWRITE_SECTIONS`: `.text` takes each listed function's
-/// section (rustc puts every function in `.text.<symbol>`) in the list's order, then the rest
-/// as usual; every other output section keeps lld's default layout. Quoted names match exactly;
+/// section (rustc puts every function in a section of its own, `.text.<symbol>`) in the list's
+/// order, then the rest as usual; every other output section keeps lld's default layout. Quoted names match exactly;
 /// names this build lacks match nothing.
 fn linker_script(order: &str) -> String {
     let mut script = String::from("OVERWRITE_SECTIONS {\n  .text : {\n");
@@ -109,9 +109,13 @@ fn linker_script(order: &str) -> String {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "_$.".contains(c))
     }) {
-        script.push_str("    *(\".text.");
-        script.push_str(name);
-        script.push_str("\")\n");
+        // LLVM names a cold function's section `.text.unlikely.<symbol>` (and a hot one's
+        // `.text.hot.`); `--symbol-ordering-file` went by symbol, so this takes each of them.
+        script.push_str("    *(");
+        for prefix in [".text.", ".text.unlikely.", ".text.hot.", ".text.startup."] {
+            script.push_str(&format!("\"{prefix}{name}\" "));
+        }
+        script.push_str(")\n");
     }
     script.push_str("    *(.text .text.*)\n  }\n}\n");
     script
