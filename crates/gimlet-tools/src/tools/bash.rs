@@ -304,5 +304,9 @@ fn shell_note(shell: &std::path::Path) -> String {
         "cmd" => " It is cmd.exe, not bash: write cmd commands (`dir`, `&&`, `%NAME%`).",
         _ => "",
     };
-    format!("\n\nCommands run in `{}`.{language}", shell.display())
+    let file = shell.file_name().map_or_else(
+        || shell.display().to_string(),
+        |f| f.to_string_lossy().into_owned(),
+    );
+    format!("\n\nCommands run in `{file}`.{language}")
 }
