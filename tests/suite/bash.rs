@@ -57,14 +57,17 @@ async fn output_exit_code_and_duration() {
     );
     assert_eq!(
         text,
-        "`workdir`: `scirpts` does not exist; did you mean `scripts`?"
+        "Error (bash): `workdir`: `scirpts` does not exist; did you mean `scripts`?"
     );
     let text = err_text(
         &gimlet
             .call("bash", json!({"command": "true", "workdir": "notes.txt"}))
             .await,
     );
-    assert_eq!(text, "`workdir` `notes.txt` is a file, not a directory");
+    assert_eq!(
+        text,
+        "Error (bash): `workdir` `notes.txt` is a file, not a directory"
+    );
     gimlet.stop().await;
 }
 

@@ -1,6 +1,7 @@
 mod bash;
 mod binary;
 mod crash;
+mod errors;
 mod escapes;
 mod extending;
 mod file_tools;

@@ -372,13 +372,16 @@ impl ServerHandler for GimletServer {
                 Ok(result) => Ok(result.into()),
                 Err(err) => {
                     tracing::error!("cannot put a question to the client: {err}");
-                    Ok(mapping::failure(&ToolError::PermissionDenied(String::from(
-                        "the question for the user could not be sent; nothing was run",
-                    )))
+                    Ok(mapping::failure(
+                        &params.name,
+                        &ToolError::PermissionDenied(String::from(
+                            "the question for the user could not be sent; nothing was run",
+                        )),
+                    )
                     .into())
                 }
             },
-            Err(err) => Ok(mapping::failure(&err).into()),
+            Err(err) => Ok(mapping::failure(&params.name, &err).into()),
         }
     }
 

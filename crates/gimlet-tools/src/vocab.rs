@@ -258,6 +258,36 @@ impl ToolOutput {
         self
     }
 
+    /// Marks a failed output (`is_error`) for hosts that drop the flag: its first text block
+    /// starts with `tool`'s [`crate::error_marker`]. A message gets the marker and a space in
+    /// front; before a command's own output ([`Content::Long`]) the marker is a text block of
+    /// its own, so the output starts on the line after it. An output already marked, or not
+    /// failed, is left alone; one with no text gets a text block saying it failed.
+    pub fn mark_error(&mut self, tool: &str) {
+        if !self.is_error {
+            return;
+        }
+        let marker = error_marker(tool);
+        let first = self
+            .content
+            .iter_mut()
+            .find(|c| matches!(c, Content::Text(_) | Content::Long(_)));
+        match first {
+            Some(Content::Text(text)) => {
+                if !text.starts_with(&marker) {
+                    *text = marked(tool, text);
+                }
+            }
+            // A command's output: the marker is a block of its own, the line before it (the
+            // output and its saved copy stay as the command printed them).
+            Some(Content::Long(_)) => self.content.insert(0, Content::Text(marker)),
+            _ => self.content.insert(
+                0,
+                Content::Text(format!("{marker} the tool reported a failure")),
+            ),
+        }
+    }
+
     /// All text blocks joined by newlines.
     pub fn joined_text(&self) -> String {
         let texts: Vec<&str> = self
@@ -270,5 +300,23 @@ impl ToolOutput {
             })
             .collect();
         texts.join("\n")
+    }
+}
+
+/// What every error result's text starts with: `Error (<tool>):`, then a space and the message
+/// (or, before a command's own output, a line break). Some hosts forward a result's text but
+/// not its `isError` flag; this tells the model all the same that the call failed, and which.
+pub fn error_marker(tool: &str) -> String {
+    format!("Error ({tool}):")
+}
+
+/// `text` with `tool`'s error marker and a space in front, unless it already starts with the
+/// marker.
+pub(crate) fn marked(tool: &str, text: &str) -> String {
+    let marker = error_marker(tool);
+    if text.starts_with(&marker) {
+        text.to_owned()
+    } else {
+        format!("{marker} {text}")
     }
 }

@@ -24,7 +24,10 @@
 //! 8. **after hooks**: may replace the output.
 //!
 //! A panic inside a tool is caught and becomes a [`ToolError`]: a failing tool cannot take
-//! the server down. Tools never truncate, ask or log their results themselves, and never
+//! the server down. An output that reports a failure (`is_error`) gets the error marker,
+//! `Error (<tool>):`, in front of its first text ([`ToolOutput::mark_error`]) right after
+//! execute, so that the marker counts against the limits, and again after the after hooks;
+//! a [`ToolError`] gets it where it becomes text ([`ToolError::to_output`]). Tools never truncate, ask or log their results themselves, and never
 //! call the permission stage.
 
 mod diagnostics;
@@ -201,7 +204,9 @@ async fn run_stages(
     if let Some(reason) = verdict.ask {
         permission::confirm_for_hook(tool.name(), &input, reason, ctx).await?;
     }
-    let output = execute(tool, args, ctx).await?;
+    let mut output = execute(tool, args, ctx).await?;
+    // Marked before truncation, so that the marker counts against the limits.
+    output.mark_error(tool.name());
     let changes = ctx.take_changes();
     let limits = limits_for(tool, ctx);
     let output = if truncate::saves(&output, limits) {
@@ -221,7 +226,10 @@ async fn run_stages(
         input: &input,
         ctx,
     };
-    Ok(hooks::after(hooks, &call, output).await)
+    let mut output = hooks::after(hooks, &call, output).await;
+    // An after hook may have replaced the output, or failed it.
+    output.mark_error(tool.name());
+    Ok(output)
 }
 
 /// The tool's output limits, lowered to what the session's client shows its model whole
