@@ -249,7 +249,7 @@ async fn web_fetch_converts_html_and_holds_its_caps_when_local_fetches_are_allow
         .await;
     // The marker opens the text of a failed output too (issue 38).
     assert!(
-        err_text(&missing).starts_with("Error (web_fetch): HTTP 404 Not Found from "),
+        err_text(&missing).starts_with("Error (web_fetch):\nHTTP 404 Not Found from "),
         "{missing:?}"
     );
     let image = gimlet

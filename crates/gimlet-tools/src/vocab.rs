@@ -258,30 +258,26 @@ impl ToolOutput {
         self
     }
 
-    /// Marks a failed output (`is_error`) for hosts that drop the flag: its first text block
-    /// starts with `tool`'s [`crate::error_marker`]. A message gets the marker and a space in
-    /// front; before a command's own output ([`Content::Long`]) the marker is a text block of
-    /// its own, so the output starts on the line after it. An output already marked, or not
-    /// failed, is left alone; one with no text gets a text block saying it failed.
+    /// Marks a failed output (`is_error`) for hosts that drop the flag: a first text block of
+    /// its own, `tool`'s [`crate::error_marker`], so that the output starts on the line after
+    /// it. Being a block of its own, the marker stays whole when the truncation stage cuts the
+    /// output (even from its start, in tail mode), and the output and its saved copy stay as
+    /// the tool made them. An output already marked (its first text starts with the marker),
+    /// or not failed, is left alone; one with no text gets a block saying it failed.
     pub fn mark_error(&mut self, tool: &str) {
         if !self.is_error {
             return;
         }
         let marker = error_marker(tool);
-        let first = self
-            .content
-            .iter_mut()
-            .find(|c| matches!(c, Content::Text(_) | Content::Long(_)));
+        let first = self.content.iter().find_map(|c| match c {
+            Content::Text(text) => Some(text.as_str()),
+            Content::Long(long) => Some(long.head.as_str()),
+            Content::Image { .. } | Content::ResourceLink { .. } => None,
+        });
         match first {
-            Some(Content::Text(text)) => {
-                if !text.starts_with(&marker) {
-                    *text = marked(tool, text);
-                }
-            }
-            // A command's output: the marker is a block of its own, the line before it (the
-            // output and its saved copy stay as the command printed them).
-            Some(Content::Long(_)) => self.content.insert(0, Content::Text(marker)),
-            _ => self.content.insert(
+            Some(text) if text.starts_with(&marker) => {}
+            Some(_) => self.content.insert(0, Content::Text(marker)),
+            None => self.content.insert(
                 0,
                 Content::Text(format!("{marker} the tool reported a failure")),
             ),
@@ -304,8 +300,9 @@ impl ToolOutput {
 }
 
 /// What every error result's text starts with: `Error (<tool>):`, then a space and the message
-/// (or, before a command's own output, a line break). Some hosts forward a result's text but
-/// not its `isError` flag; this tells the model all the same that the call failed, and which.
+/// (or, before a tool's own failed output, a line break). Some hosts forward a result's text
+/// but not its `isError` flag; this tells the model all the same that the call failed, and
+/// which.
 pub fn error_marker(tool: &str) -> String {
     format!("Error ({tool}):")
 }

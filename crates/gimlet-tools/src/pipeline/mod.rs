@@ -25,9 +25,10 @@
 //!
 //! A panic inside a tool is caught and becomes a [`ToolError`]: a failing tool cannot take
 //! the server down. An output that reports a failure (`is_error`) gets the error marker,
-//! `Error (<tool>):`, in front of its first text ([`ToolOutput::mark_error`]) right after
-//! execute, so that the marker counts against the limits, and again after the after hooks;
-//! a [`ToolError`] gets it where it becomes text ([`ToolError::to_output`]). Tools never truncate, ask or log their results themselves, and never
+//! `Error (<tool>):`, as a first text block of its own ([`ToolOutput::mark_error`]) right
+//! after execute, so that it counts against the limits and no cut removes it, and again
+//! after the after hooks; a [`ToolError`] gets it where it becomes text
+//! ([`ToolError::to_output`]). Tools never truncate, ask or log their results themselves, and never
 //! call the permission stage.
 
 mod diagnostics;
