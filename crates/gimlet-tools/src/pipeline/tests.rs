@@ -402,6 +402,27 @@ async fn output_is_truncated_by_the_pipeline() {
     assert!(out.joined_text().lines().count() <= 2000);
 }
 
+#[tokio::test]
+async fn what_an_after_hook_adds_is_cut_to_the_limits_too() {
+    // See: issue 38. An after hook's replacement counts like any output.
+    let loud = TestHook {
+        before: BeforeHook::Continue,
+        after: Some("a hook's note\n".repeat(3000)),
+        fail: false,
+    };
+    let out = with_hook(loud, json!({"action": "lines"})).await.unwrap();
+    crate::testutil::assert_fits(&out, crate::OutputLimits::DEFAULT);
+    assert!(out.joined_text().starts_with("a hook's note\n"));
+    let quiet = TestHook {
+        before: BeforeHook::Continue,
+        after: Some("a hook's note\n".into()),
+        fail: false,
+    };
+    let out = with_hook(quiet, json!({"action": "a"})).await.unwrap();
+    assert_eq!(out.joined_text(), "a hook's note\necho a");
+    assert_eq!(out.truncated, None);
+}
+
 fn audited(
     budget: crate::config::Budget,
     policy: crate::Policy,
