@@ -93,6 +93,18 @@ impl ToolError {
         Self::Invalid(message.into())
     }
 
+    /// The error as the model reads it: one text block, `Error (<tool>): <message>`, and
+    /// `is_error`. Every consumer of [`crate::pipeline::run`] (the MCP server, `gimlet call`,
+    /// a program using the library) turns an error into a result through this, so all show
+    /// the same text.
+    pub fn to_output(&self, tool: &str) -> ToolOutput {
+        ToolOutput {
+            content: vec![Content::Text(marked(tool, &self.to_string()))],
+            is_error: true,
+            ..ToolOutput::default()
+        }
+    }
+
     /// A short, stable name of the variant, for logs and the audit trail.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -108,20 +120,6 @@ impl ToolError {
             Self::BudgetExceeded(_) => "budget_exceeded",
             Self::SandboxDenied(_) => "sandbox_denied",
             Self::Failed(_) => "failed",
-        }
-    }
-}
-
-impl ToolError {
-    /// The error as the model reads it: one text block, `Error (<tool>): <message>`, and
-    /// `is_error`. Every consumer of [`crate::pipeline::run`] (the MCP server, `gimlet call`,
-    /// a program using the library) turns an error into a result through this, so all show
-    /// the same text.
-    pub fn to_output(&self, tool: &str) -> ToolOutput {
-        ToolOutput {
-            content: vec![Content::Text(marked(tool, &self.to_string()))],
-            is_error: true,
-            ..ToolOutput::default()
         }
     }
 }
