@@ -2,6 +2,7 @@ mod bash;
 mod binary;
 mod crash;
 mod dist;
+mod errors;
 mod escapes;
 mod extending;
 mod file_tools;

@@ -20,8 +20,19 @@ use crate::vocab::{Content, FilePage, OutputLimits, ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("read.md");
 
-/// Lines returned when no `limit` is given.
+/// Lines returned when no `limit` is given, unless the line limit leaves less room (see
+/// [`default_limit`]).
 pub(crate) const DEFAULT_LIMIT: usize = 2000;
+/// Lines a page's footer takes: a blank line, the footer, a note about the encoding.
+const FOOTER_LINES: usize = 3;
+
+/// Lines returned when no `limit` is given: [`DEFAULT_LIMIT`], or fewer when the output's line
+/// limit would not hold them and their footer.
+fn default_limit(limits: OutputLimits) -> usize {
+    DEFAULT_LIMIT
+        .min(limits.max_lines.saturating_sub(FOOTER_LINES))
+        .max(1)
+}
 /// Characters after which a line is cut.
 pub(crate) const MAX_LINE_CHARS: usize = 2000;
 /// Bytes inspected to tell text from binary.
@@ -35,7 +46,8 @@ pub struct ReadArgs {
     pub path: String,
     /// The 1-based line number to start at (default 1).
     pub offset: Option<usize>,
-    /// How many lines to return (default 2000).
+    /// How many lines to return (default 1997, so that the page and its footer fit in 2000
+    /// lines).
     pub limit: Option<usize>,
 }
 
@@ -60,24 +72,16 @@ impl Tool for ReadTool {
         true
     }
 
-    fn output_limits(&self, env: &ToolEnv) -> OutputLimits {
-        // Room for the footer below a full page of lines.
-        let limits = env.limits();
-        OutputLimits {
-            max_lines: limits.max_lines + 4,
-            ..limits
-        }
-    }
-
-    async fn validate(
-        &self,
-        mut args: ReadArgs,
-        _ctx: &ToolContext,
-    ) -> Result<ReadArgs, ToolError> {
+    async fn validate(&self, mut args: ReadArgs, ctx: &ToolContext) -> Result<ReadArgs, ToolError> {
         if args.limit == Some(0) {
             return Err(ToolError::invalid(
                 "`limit` must be at least 1 (it is a number of lines)",
             ));
+        }
+        // The default page leaves room for its footer within the line limit: a host that
+        // keeps only the first 2000 lines of a result still shows the footer.
+        if args.limit.is_none() {
+            args.limit = Some(default_limit(ctx.env().limits()));
         }
         // Line numbers start at 1; treat 0 as "from the start" rather than failing.
         if args.offset == Some(0) {
