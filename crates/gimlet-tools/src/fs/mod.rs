@@ -37,6 +37,6 @@ pub use journal::{Before, CommitError, Journal, JournalEntry, Step, commit_all, 
 pub use locks::{PathGuard, PathLocks};
 pub use paths::{
     Location, MAX_COMPONENT_BYTES, MAX_PATH_BYTES, OpenKind, PathError, ResolvedPath, Root,
-    RootSet, canonical, implicit_root, implicit_root_here,
+    RootSet, implicit_root, implicit_root_here,
 };
 pub use write::{Expected, FileId, Ownership, WriteError};

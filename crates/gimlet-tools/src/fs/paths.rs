@@ -223,7 +223,7 @@ pub struct Root {
 impl Root {
     /// Opens a root: resolves the path (it must be an existing directory) and keeps a handle.
     pub fn open(path: &Path) -> Result<Self, PathError> {
-        let path = canonical(path).map_err(|source| match source.kind() {
+        let path = crate::util::canonical(path).map_err(|source| match source.kind() {
             io::ErrorKind::NotFound => PathError::NotFound {
                 path: path.display().to_string(),
                 hint: String::new(),
@@ -238,17 +238,6 @@ impl Root {
     pub fn path(&self) -> &Path {
         &self.path
     }
-}
-
-/// A path made absolute with every symlink resolved, as [`std::fs::canonicalize`] does; on
-/// Windows without the `\\?\` prefix where the path means the same without it (`C:\x`,
-/// `\\server\share\x`), so that it reads as users write paths.
-pub fn canonical(path: &Path) -> io::Result<PathBuf> {
-    let real = std::fs::canonicalize(path)?;
-    #[cfg(windows)]
-    return Ok(super::confine_windows::simplified(real));
-    #[cfg(not(windows))]
-    Ok(real)
 }
 
 /// The roots of one call: the `--root` folders and, later, the client's roots.
