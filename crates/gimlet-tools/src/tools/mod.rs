@@ -42,3 +42,5 @@ pub use write::{WriteArgs, WriteTool};
 
 #[cfg(test)]
 mod outputs_tests;
+#[cfg(test)]
+mod utf16_tests;
