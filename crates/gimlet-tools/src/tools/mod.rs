@@ -44,3 +44,5 @@ pub use write::{WriteArgs, WriteTool};
 mod fit_tests;
 #[cfg(test)]
 mod outputs_tests;
+#[cfg(test)]
+mod utf16_tests;
