@@ -197,3 +197,7 @@ mod tests {
         assert_eq!(depth, 0, "unbalanced:\n{text}");
     }
 }
+
+#[cfg(test)]
+#[path = "seatbelt_tests.rs"]
+mod attack_tests;
