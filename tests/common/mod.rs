@@ -373,7 +373,9 @@ pub fn marker() -> String {
     format!("{}{:04}.{}", 3000 + n, std::process::id() % 10_000, n)
 }
 
-/// Processes whose command line contains `needle`.
+/// Processes whose command line contains `needle` (read from `/proc`, so Linux only: elsewhere
+/// a test that looked for processes would find none, and pass without checking anything).
+#[cfg(target_os = "linux")]
 pub fn processes_with(needle: &str) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -409,7 +411,8 @@ pub async fn eventually(limit: std::time::Duration, mut check: impl FnMut() -> b
     check()
 }
 
-/// Resident memory of a process, in KiB.
+/// Resident memory of a process, in KiB (from `/proc`: Linux only).
+#[cfg(target_os = "linux")]
 pub fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
@@ -420,13 +423,12 @@ pub fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-/// Whether the sandbox works on this machine (the helper's probe).
-/// A temp folder outside the roots that a sandboxed command can see (read-only): in
+/// A temp folder outside the roots that a sandboxed command can see (read-only): on Linux in
 /// `/var/tmp` where there is one, since a sandboxed command's `/tmp` is its session's own and
 /// does not show the machine's. Tests that aim a command at a folder outside the roots use it.
 pub fn outside_tempdir() -> TempDir {
     let var_tmp = Path::new("/var/tmp");
-    let parent = if var_tmp.is_dir() {
+    let parent = if cfg!(target_os = "linux") && var_tmp.is_dir() {
         var_tmp.to_owned()
     } else {
         std::env::temp_dir()
@@ -437,6 +439,7 @@ pub fn outside_tempdir() -> TempDir {
         .unwrap()
 }
 
+/// Whether the sandbox works on this machine (the helper's probe).
 pub fn sandbox_works() -> bool {
     let out = std::process::Command::new(binary())
         .args(["__exec", "--probe"])

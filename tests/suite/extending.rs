@@ -13,6 +13,7 @@ async fn with_config(config: &str) -> (Gimlet, tempfile::TempDir) {
     Gimlet::start_with_config(TestClient::default(), config, &[]).await
 }
 
+#[cfg(unix)]
 fn script(dir: &Path, name: &str, body: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
@@ -20,6 +21,7 @@ fn script(dir: &Path, name: &str, body: &str) -> String {
     path.display().to_string()
 }
 
+#[cfg(unix)] // Hooks are `#!/bin/sh` scripts.
 #[tokio::test]
 async fn a_before_hook_blocks_a_call_and_its_message_reaches_the_model() {
     let hooks = tempfile::tempdir().unwrap();
@@ -63,6 +65,7 @@ async fn a_before_hook_blocks_a_call_and_its_message_reaches_the_model() {
     gimlet.stop().await;
 }
 
+#[cfg(unix)] // Hooks are `#!/bin/sh` scripts.
 #[tokio::test]
 async fn hooks_rewrite_input_and_output_and_a_failing_hook_is_not_fatal() {
     let hooks = tempfile::tempdir().unwrap();

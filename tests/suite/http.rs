@@ -21,9 +21,9 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
-use crate::common::{
-    TestClient, command, err_text, eventually, marker, ok_text, processes_with, text,
-};
+#[cfg(target_os = "linux")]
+use crate::common::{eventually, marker, processes_with};
+use crate::common::{TestClient, command, err_text, ok_text, text};
 
 /// `gimlet serve --http 127.0.0.1:0` with a temporary root.
 pub(crate) struct HttpGimlet {
@@ -307,6 +307,7 @@ async fn a_delete_ends_the_session_with_200_and_frees_its_place() {
     );
 }
 
+#[cfg(target_os = "linux")] // A POSIX `sleep`, found again in /proc.
 #[tokio::test]
 async fn long_commands_report_progress_and_cancelling_kills_them() {
     let server = HttpGimlet::start(&[]).await;

@@ -97,12 +97,14 @@ async fn paths_outside_the_root_are_refused_with_a_way_forward() {
     let outside = tempfile::tempdir().unwrap();
     let secret = outside.path().join("secret.txt");
     std::fs::write(&secret, "secret").unwrap();
-    std::os::unix::fs::symlink(&secret, gimlet.root().join("link")).unwrap();
-    for path in [
-        secret.display().to_string(),
-        "link".to_owned(),
-        "../../etc/passwd".to_owned(),
-    ] {
+    let mut paths = vec![secret.display().to_string(), "../../etc/passwd".to_owned()];
+    // Links out on Windows are tried in windows.rs (Wine cannot make them).
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(&secret, gimlet.root().join("link")).unwrap();
+        paths.push("link".to_owned());
+    }
+    for path in paths {
         let text = err_text(&gimlet.call("read", json!({"path": path})).await);
         assert!(text.contains("outside the allowed folders"), "{text}");
         assert!(text.contains("--root"), "{text}");
