@@ -340,18 +340,20 @@ pub(crate) async fn call(
                 ExitCode::SUCCESS
             })
         }
+        // The error as the model reads it: `Error (<tool>): <message>`.
         Err(err) if json => {
+            let text = err.to_output(tool).joined_text();
             writeln!(
                 out,
                 "{}",
-                serde_json::json!({"error": err.to_string(), "is_error": true})
+                serde_json::json!({"error": text, "is_error": true})
             )?;
             Ok(ExitCode::FAILURE)
         }
         Err(err) => {
             drop(out);
             let mut stderr = std::io::stderr().lock();
-            writeln!(stderr, "{tool}: {err}")?;
+            writeln!(stderr, "{}", err.to_output(tool).joined_text())?;
             Ok(ExitCode::FAILURE)
         }
     }

@@ -7,8 +7,29 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 /// gimlet: the coding-agent tool set as an MCP server.
+/// Where this system keeps what gimlet reads, and where the hosts keep their config, shown
+/// under `--help`.
+#[cfg(target_os = "linux")]
+const WHERE: &str = "Config file: ~/.config/gimlet/config.toml (XDG_CONFIG_HOME). Commands run in a \
+sandbox (namespaces, Landlock, seccomp).\nHosts: Claude Code `claude mcp add gimlet -- gimlet serve \
+--root \"$PWD\"`; Codex ~/.codex/config.toml; Cursor .cursor/mcp.json; VS Code .vscode/mcp.json.";
+#[cfg(target_os = "macos")]
+const WHERE: &str = "Config file: ~/Library/Application Support/gimlet/config.toml. Commands run in \
+a Seatbelt sandbox (sandbox-exec).\nHosts: Claude Desktop ~/Library/Application \
+Support/Claude/claude_desktop_config.json (give absolute paths: GUI apps do not inherit your \
+PATH); Claude Code `claude mcp add gimlet -- gimlet serve --root \"$PWD\"`; Codex \
+~/.codex/config.toml; Cursor .cursor/mcp.json; VS Code .vscode/mcp.json.";
+#[cfg(windows)]
+const WHERE: &str = "Config file: %APPDATA%\\gimlet\\config.toml. Windows has no command sandbox \
+gimlet can use: commands ask first unless a rule allows them (--sandbox on refuses them); they \
+run in Git Bash when installed, else PowerShell.\nHosts: Claude Desktop \
+%APPDATA%\\Claude\\claude_desktop_config.json; Codex %USERPROFILE%\\.codex\\config.toml; Cursor \
+.cursor\\mcp.json; VS Code .vscode\\mcp.json.";
+#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
+const WHERE: &str = "Config file: gimlet/config.toml in the user's config directory.";
+
 #[derive(Debug, Parser)]
-#[command(name = "gimlet", version, about, long_about = None)]
+#[command(name = "gimlet", version, about, long_about = None, after_help = WHERE)]
 struct Args {
     #[command(subcommand)]
     command: Option<Command>,

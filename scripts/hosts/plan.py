@@ -102,7 +102,8 @@ CALLS = [
         "label": "error",
         "tool": "read",
         "args": {"path": "missing_z3.txt"},
-        "expect": [("error text", r"`missing_z3\.txt` does not exist")],
+        # The marker tells the model it is an error where a host drops isError (issue 38).
+        "expect": [("error text", r"Error \(read\): `missing_z3\.txt` does not exist")],
     },
 ]
 

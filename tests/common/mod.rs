@@ -341,6 +341,37 @@ pub fn text(result: &CallToolResult) -> String {
         .join("\n")
 }
 
+/// What a client shows the model of a result: its text blocks joined by line breaks, and a
+/// resource link as a line of its name and URI with room for a host's words around them
+/// (32 bytes).
+pub fn shown(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| {
+            c.as_text().map(|t| t.text.clone()).or_else(|| {
+                c.as_resource_link()
+                    .map(|l| format!("{}{}{}", l.name, l.uri, " ".repeat(32)))
+            })
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Asserts that a result, as a client shows it ([`shown`]), fits the default limits: 2000
+/// lines and 45 KiB (issue 38: a host keeps only the first 2000 lines).
+#[track_caller]
+pub fn assert_fits_default_limits(result: &CallToolResult) {
+    let text = shown(result);
+    let lines = text.lines().count();
+    assert!(
+        lines <= 2000 && text.len() <= 45 * 1024,
+        "{lines} lines, {} bytes; it ends:\n{}",
+        text.len(),
+        text.lines().rev().take(6).collect::<Vec<_>>().join("\n")
+    );
+}
+
 /// Asserts a successful result and returns its text.
 #[track_caller]
 pub fn ok_text(result: &CallToolResult) -> String {

@@ -6,8 +6,8 @@ use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::json;
 
 use crate::common::{
-    Gimlet, TestClient, err_text, eventually, marker, ok_text, processes_with, rss_kib,
-    sandbox_works,
+    Gimlet, TestClient, assert_fits_default_limits, err_text, eventually, marker, ok_text,
+    processes_with, rss_kib, sandbox_works,
 };
 
 #[tokio::test]
@@ -57,14 +57,17 @@ async fn output_exit_code_and_duration() {
     );
     assert_eq!(
         text,
-        "`workdir`: `scirpts` does not exist; did you mean `scripts`?"
+        "Error (bash): `workdir`: `scirpts` does not exist; did you mean `scripts`?"
     );
     let text = err_text(
         &gimlet
             .call("bash", json!({"command": "true", "workdir": "notes.txt"}))
             .await,
     );
-    assert_eq!(text, "`workdir` `notes.txt` is a file, not a directory");
+    assert_eq!(
+        text,
+        "Error (bash): `workdir` `notes.txt` is a file, not a directory"
+    );
     gimlet.stop().await;
 }
 
@@ -695,6 +698,84 @@ async fn the_next_command_undoes_what_a_running_job_planted() {
         assert!(
             next.contains(".mcp.json"),
             "background {background}: {next}"
+        );
+    }
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn output_at_and_over_the_limits_fits_them_with_its_footer() {
+    // See: issue 38: `seq 1 2000` came to 2001 lines with the footer, and a host that keeps
+    // the first 2000 lines of a result dropped the footer.
+    let gimlet = Gimlet::start().await;
+    // 1998 lines, the line break that joins the footer, and the footer: 2000 lines exactly.
+    for n in [1998, 1999, 2000, 2001, 5000, 300_000] {
+        let result = gimlet
+            .call("bash", json!({"command": format!("seq 1 {n}")}))
+            .await;
+        assert_fits_default_limits(&result);
+        let text = ok_text(&result);
+        assert!(text.contains("[exit code 0 · "), "{n}: no footer");
+        assert_eq!(text.contains("[Output truncated: "), n > 1998, "{n}");
+        assert!(text.starts_with("1\n"), "{n}: the head is kept");
+    }
+    // Lines of 100 bytes: the byte limit (46080) comes first, at 460 lines with the footer.
+    for n in [458, 459, 460, 461, 462, 5000] {
+        let command = format!("yes {} | head -n {n}", "x".repeat(99));
+        let result = gimlet.call("bash", json!({"command": command})).await;
+        assert_fits_default_limits(&result);
+        assert!(
+            ok_text(&result).contains("[exit code 0 · "),
+            "{n}: no footer"
+        );
+    }
+    // A command that timed out: the marker, the cut output and the status line all fit.
+    let result = gimlet
+        .call(
+            "bash",
+            json!({"command": "seq 1 100000; sleep 5", "timeout_ms": 1000}),
+        )
+        .await;
+    assert_fits_default_limits(&result);
+    let text = err_text(&result);
+    assert!(text.starts_with("Error (bash):\n1\n2\n"), "{text}");
+    assert!(text.contains("[timed out after 1.0 s"), "{text}");
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn background_output_at_and_over_the_limits_fits_them_with_its_status() {
+    let gimlet = Gimlet::start().await;
+    for n in [1998, 1999, 2000, 2001, 50_000] {
+        let started = gimlet
+            .call(
+                "bash",
+                json!({"command": format!("seq 1 {n}"), "run_in_background": true}),
+            )
+            .await;
+        let job = started.structured_content.unwrap()["job_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let mut result = None;
+        for _ in 0..100 {
+            let report = gimlet.call("bash_output", json!({"job_id": job})).await;
+            let done = ok_text(&report).contains("exited with code 0");
+            if done {
+                result = Some(report);
+                break;
+            }
+            assert_fits_default_limits(&report);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let result = result.expect("the job ends");
+        assert_fits_default_limits(&result);
+        // Tail mode: the status line, last, is kept.
+        let text = ok_text(&result);
+        assert!(
+            text.contains(&format!("[{job} exited with code 0")),
+            "{n}: {}",
+            &text[text.len().saturating_sub(300)..]
         );
     }
     gimlet.stop().await;

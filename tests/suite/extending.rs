@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::common::{Gimlet, TestClient, err_text, ok_text};
+use crate::common::{Gimlet, TestClient, assert_fits_default_limits, err_text, ok_text};
 
 /// Starts gimlet with this config file (in the server's config directory).
 async fn with_config(config: &str) -> (Gimlet, tempfile::TempDir) {
@@ -219,5 +219,31 @@ timeout_s = 1
     let slow = err_text(&gimlet.call("slow", json!({})).await);
     assert!(slow.contains("did not finish within 1 s"), "{slow}");
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn a_plugin_tools_output_at_and_over_the_limits_fits_them() {
+    // See: issue 38. A plugin's output is cut from its head, like `read`'s.
+    let config = r#"
+[[plugins]]
+name = "numbers"
+description = "Prints numbers."
+command = "seq 1 \"$(cat | sed 's/[^0-9]//g')\""
+read_only = true
+input_schema = { type = "object", properties = { n = { type = "integer" } }, required = ["n"] }
+"#;
+    let (gimlet, _dir) = with_config(config).await;
+    for n in [1999, 2000, 2001, 5000, 200_000] {
+        let result = gimlet.call("numbers", json!({"n": n})).await;
+        assert_fits_default_limits(&result);
+        let text = ok_text(&result);
+        assert!(
+            text.starts_with("1\n2\n"),
+            "{n}: {}",
+            &text[..50.min(text.len())]
+        );
+        assert_eq!(text.contains("[Output truncated: "), n > 2000, "{n}");
+    }
     gimlet.stop().await;
 }

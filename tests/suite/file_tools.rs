@@ -48,6 +48,45 @@ async fn read_edit_undo_through_mcp() {
     gimlet.stop().await;
 }
 
+/// `text` as PowerShell 5 writes a file: UTF-16LE after a BOM (here with CRLF endings).
+fn utf16le(text: &str) -> Vec<u8> {
+    "\u{feff}"
+        .encode_utf16()
+        .chain(text.encode_utf16())
+        .flat_map(u16::to_le_bytes)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_utf16_file_is_read_and_edited_through_mcp_and_stays_utf16() {
+    let gimlet = Gimlet::start().await;
+    let before = utf16le("[Version]\r\nSignature=\"$Windows NT$\"\r\nName=caf\u{e9}\r\n");
+    let path = gimlet.write("setup.inf", &before);
+    let text = ok_text(&gimlet.call("read", json!({"path": "setup.inf"})).await);
+    assert!(
+        text.starts_with(
+            "     1\t[Version]\n     2\tSignature=\"$Windows NT$\"\n     3\tName=caf\u{e9}\n\n[setup.inf: lines 1-3 of 3, UTF-16LE, hash "
+        ),
+        "{text}"
+    );
+    let text = ok_text(
+        &gimlet
+            .call(
+                "edit",
+                json!({"path": "setup.inf", "old_string": "Name=caf\u{e9}", "new_string": "Name=caf\u{e9}s\nCount=2"}),
+            )
+            .await,
+    );
+    assert!(text.contains("+     4  Count=2"), "{text}");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        utf16le("[Version]\r\nSignature=\"$Windows NT$\"\r\nName=caf\u{e9}s\r\nCount=2\r\n")
+    );
+    ok_text(&gimlet.call("undo", json!({})).await);
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    gimlet.stop().await;
+}
+
 #[tokio::test]
 async fn grep_and_glob_through_mcp() {
     let gimlet = Gimlet::start().await;

@@ -428,6 +428,38 @@ async fn a_missing_server_gives_the_install_hint_once() {
     gimlet.stop().await;
 }
 
+#[tokio::test]
+async fn diagnostics_fit_within_the_limits_beside_a_cut_output() {
+    // See: issue 38. The diagnostics come after truncation; room is kept for them.
+    let empty = tempfile::tempdir().unwrap();
+    let path = empty.path().as_os_str().to_owned();
+    let config = format!("{CONFIG}[output]\nmax_lines = 30\nmax_bytes = 4000\n");
+    let (gimlet, _config) = start(&path, "python", &config).await;
+    ok_text(&gimlet.call("read", json!({"path": "app.py"})).await);
+    let many: String = (0..40).map(|i| format!("\nvalue_{i} = {i}")).collect();
+    let result = edit(
+        &gimlet,
+        "app.py",
+        "Circle(2.5)",
+        &format!("Circle(2.5){many}"),
+    )
+    .await;
+    let text = ok_text(&result);
+    assert!(text.contains("[Output truncated: "), "{text}");
+    assert!(
+        text.contains("no python language server is installed"),
+        "{text}"
+    );
+    let shown = crate::common::shown(&result);
+    assert!(
+        shown.lines().count() <= 30 && shown.len() <= 4000,
+        "{} lines, {} bytes:\n{shown}",
+        shown.lines().count(),
+        shown.len()
+    );
+    gimlet.stop().await;
+}
+
 /// The children of a process (the server under the command helper).
 #[cfg(target_os = "linux")]
 fn children(pid: u64) -> Vec<i32> {

@@ -4,6 +4,8 @@
 mod bash;
 mod binary;
 mod crash;
+mod dist;
+mod errors;
 // The fixture plants symbolic links, a FIFO and /proc paths; the Windows escapes (drive letters,
 // `\\?\` and UNC paths, junctions) are tried in windows.rs.
 #[cfg(unix)]

@@ -109,7 +109,7 @@ async fn payloads(gimlet: &Gimlet) -> Vec<(&'static str, CallToolResult, Vec<Str
     calls.push((
         "read (truncated)",
         truncated,
-        vec!["row 2000".into(), "offset".into()],
+        vec!["row 1997".into(), "offset".into()],
     ));
     let error = gimlet.call("read", json!({"path": "missing.txt"})).await;
     calls.push(("read (error)", error, vec!["missing.txt".into()]));

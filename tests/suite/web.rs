@@ -12,7 +12,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::common::{Gimlet, TestClient, command, err_text, ok_text};
+use crate::common::{Gimlet, TestClient, assert_fits_default_limits, command, err_text, ok_text};
 
 /// A tiny HTTP/1.1 server on loopback; keeps the requests it saw.
 struct Site {
@@ -119,6 +119,17 @@ async fn route(path: &str, request: &str) -> (&'static str, &'static str, Vec<u8
             b"no such page".to_vec(),
             String::new(),
         ),
+        // `/lines/N`: N numbered lines; `/gone/N`: the same with 404.
+        p if p.starts_with("/lines/") || p.starts_with("/gone/") => {
+            let n: usize = p.rsplit('/').next().unwrap().parse().unwrap();
+            let body: String = (1..=n).map(|i| format!("line {i}\n")).collect();
+            let status = if p.starts_with("/gone/") {
+                "404 Not Found"
+            } else {
+                "200 OK"
+            };
+            (status, "text/plain", body.into_bytes(), String::new())
+        }
         "/image" => (
             "200 OK",
             "image/png",
@@ -247,7 +258,11 @@ async fn web_fetch_converts_html_and_holds_its_caps_when_local_fetches_are_allow
     let missing = gimlet
         .call("web_fetch", json!({"url": site.url("/missing")}))
         .await;
-    assert!(err_text(&missing).contains("HTTP 404"), "{missing:?}");
+    // The marker opens the text of a failed output too (issue 38).
+    assert!(
+        err_text(&missing).starts_with("Error (web_fetch):\nHTTP 404 Not Found from "),
+        "{missing:?}"
+    );
     let image = gimlet
         .call("web_fetch", json!({"url": site.url("/image")}))
         .await;
@@ -366,4 +381,34 @@ async fn web_search_is_offered_only_with_a_key_and_talks_to_the_configured_endpo
     assert!(request.starts_with("POST /search"), "{request}");
     assert!(request.contains("\"max_results\":2"), "{request}");
     client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn web_fetch_results_at_and_over_the_limits_fit_them() {
+    // See: issue 38. A page is cut from its head; an error page keeps its marker.
+    let site = Site::start().await;
+    let (gimlet, _dir) = gimlet_with("[tools.web_fetch]\nallow_local = true\n").await;
+    // `web_fetch` trims the body: N lines are N lines.
+    for n in [1999, 2000, 2001, 5000] {
+        let page = gimlet
+            .call(
+                "web_fetch",
+                json!({"url": site.url(&format!("/lines/{n}"))}),
+            )
+            .await;
+        assert_fits_default_limits(&page);
+        let text = ok_text(&page);
+        assert!(text.starts_with("line 1\n"), "{n}");
+        assert_eq!(text.contains("[Output truncated: "), n > 2000, "{n}");
+        let gone = gimlet
+            .call("web_fetch", json!({"url": site.url(&format!("/gone/{n}"))}))
+            .await;
+        assert_fits_default_limits(&gone);
+        let text = err_text(&gone);
+        assert!(
+            text.starts_with("Error (web_fetch):\nHTTP 404 Not Found from "),
+            "{n}"
+        );
+    }
+    gimlet.stop().await;
 }

@@ -3,7 +3,9 @@
 //! A [`ToolSpec`] becomes an rmcp `Tool` (annotations from the flags); a [`ToolOutput`]
 //! becomes a `CallToolResult`; a [`ToolError`] becomes a `CallToolResult` with
 //! `isError: true`, because the model can act on it. Only a call that cannot be routed (an
-//! unknown tool) is a JSON-RPC error.
+//! unknown tool) is a JSON-RPC error. The text of an error result (the library's, see
+//! [`gimlet_tools::error_marker`]) starts with `Error (<tool>):`, for hosts that forward the
+//! text without the flag.
 //!
 //! What the model sees: Claude Code, Codex and VS Code hand the model only
 //! `JSON.stringify(structuredContent)` when a result has one, and drop the text; Gemini CLI and
@@ -153,9 +155,10 @@ pub(crate) fn success(mut output: ToolOutput, shape: Shape) -> CallToolResult {
     result
 }
 
-/// A failed call the model can act on.
-pub(crate) fn failure(err: &ToolError) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(err.to_string())])
+/// A failed call the model can act on: `isError`, and the text the library gives the error
+/// ([`ToolError::to_output`]: `Error (<tool>): ` and the message).
+pub(crate) fn failure(tool: &str, err: &ToolError) -> CallToolResult {
+    success(err.to_output(tool), Shape::Text)
 }
 
 /// Methods of the MCP client requests. rmcp hands a request for one of them over as a custom
@@ -300,12 +303,12 @@ mod tests {
             value,
             json!({"type": "image", "data": "AQID", "mimeType": "image/png"})
         );
-        let err = failure(&ToolError::invalid("bad"));
+        let err = failure("t", &ToolError::invalid("bad"));
         assert_eq!(err.structured_content, None);
         assert_eq!(err.is_error, Some(true));
         assert_eq!(
             serde_json::to_value(&err.content[0]).unwrap()["text"],
-            "bad"
+            "Error (t): bad"
         );
     }
 

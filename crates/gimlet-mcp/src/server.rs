@@ -16,7 +16,7 @@ use std::time::Duration;
 use gimlet_tools::fs::Root;
 use gimlet_tools::pipeline::{self, CallError};
 use gimlet_tools::util::MutexExt as _;
-use gimlet_tools::{Session, ToolContext, ToolError};
+use gimlet_tools::{Content, Session, ToolContext, ToolError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestMethod, CompleteRequestParams,
     CompleteResult, CustomRequest, CustomResult, Implementation, ListPromptsRequestMethod,
@@ -149,6 +149,9 @@ fn file_uri_path(uri: &str) -> Option<PathBuf> {
         Some(PathBuf::from(text.replace('/', "\\")))
     }
 }
+
+/// The URI of a saved output, before its id.
+const OUTPUT_URI: &str = "gimlet://output/";
 
 /// Outputs this session saved, readable back as `gimlet://output/<id>` resources.
 #[derive(Default)]
@@ -374,9 +377,15 @@ impl ServerHandler for GimletServer {
         );
         match report.result {
             Ok(output) => {
-                if let Some(file) = output.truncated.as_ref().and_then(|t| t.spill.as_ref()) {
-                    let saved = session.state::<SavedOutputs>();
-                    saved.ids.locked().push(file.id.clone());
+                // Every saved output the result links (an output with more than one large
+                // block may have more than one).
+                let links = output.content.iter().filter_map(|c| match c {
+                    Content::ResourceLink { uri, .. } => uri.strip_prefix(OUTPUT_URI),
+                    _ => None,
+                });
+                let ids: Vec<String> = links.map(str::to_owned).collect();
+                if !ids.is_empty() {
+                    session.state::<SavedOutputs>().ids.locked().extend(ids);
                 }
                 Ok(mapping::success(output, self.app.shape()).into())
             }
@@ -384,13 +393,16 @@ impl ServerHandler for GimletServer {
                 Ok(result) => Ok(result.into()),
                 Err(err) => {
                     tracing::error!("cannot put a question to the client: {err}");
-                    Ok(mapping::failure(&ToolError::PermissionDenied(String::from(
-                        "the question for the user could not be sent; nothing was run",
-                    )))
+                    Ok(mapping::failure(
+                        &params.name,
+                        &ToolError::PermissionDenied(String::from(
+                            "the question for the user could not be sent; nothing was run",
+                        )),
+                    )
                     .into())
                 }
             },
-            Err(err) => Ok(mapping::failure(&err).into()),
+            Err(err) => Ok(mapping::failure(&params.name, &err).into()),
         }
     }
 
@@ -501,10 +513,7 @@ impl ServerHandler for GimletServer {
                 Some(serde_json::json!({"uri": request.uri})),
             )
         };
-        let id = request
-            .uri
-            .strip_prefix("gimlet://output/")
-            .ok_or_else(not_found)?;
+        let id = request.uri.strip_prefix(OUTPUT_URI).ok_or_else(not_found)?;
         if !Self::saved_outputs(&self.session_for(&rc))
             .iter()
             .any(|saved| saved == id)

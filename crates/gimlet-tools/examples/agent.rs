@@ -131,7 +131,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let report = pipeline::run(&registry, tool, args.clone(), &ctx).await?;
         last = match report.result {
             Ok(output) => output.joined_text(),
-            Err(err) => format!("error: {err}"),
+            // What the model reads: `Error (<tool>): <message>`.
+            Err(err) => err.to_output(tool).joined_text(),
         };
         let args: String = args.to_string().chars().take(60).collect();
         let preview: String = last.lines().take(2).collect::<Vec<_>>().join(" | ");

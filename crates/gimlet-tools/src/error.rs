@@ -3,20 +3,27 @@
 //! A `ToolError` is something the model can read and act on: the MCP layer turns it into a
 //! `CallToolResult` with `isError: true`. Protocol faults (an unknown tool) are not tool errors;
 //! see [`crate::pipeline::CallError`].
+//!
+//! Every error result's text starts with a marker naming the tool, `Error (read): `, because
+//! some hosts forward a result's text but not its `isError` flag: the model then still reads
+//! that the call failed, and which one. [`ToolError::to_output`] is the one place a
+//! `ToolError` becomes text for the model; a tool's own failed output (`is_error`) is marked by
+//! the pipeline with [`ToolOutput::mark_error`], from the same [`crate::error_marker`].
 
 use std::fmt;
 use std::io;
 
 use crate::fs::PathError;
 use crate::permission::{Access, PendingAsk};
-use crate::vocab::{BoxFuture, ToolOutput};
+use crate::vocab::{BoxFuture, Content, ToolOutput, marked};
 
 /// Why a tool call failed. Each message says what was wrong and what to do instead.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ToolError {
-    /// The arguments did not match the tool's JSON schema.
-    #[error("invalid arguments for `{tool}`: {message}")]
+    /// The arguments did not match the tool's JSON schema. (The tool is not in the message:
+    /// the marker in front of it names it.)
+    #[error("invalid arguments: {message}")]
     InvalidArguments {
         /// The tool that was called.
         tool: String,
@@ -84,6 +91,18 @@ impl ToolError {
     /// A [`ToolError::Invalid`] from any message.
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::Invalid(message.into())
+    }
+
+    /// The error as the model reads it: one text block, `Error (<tool>): <message>`, and
+    /// `is_error`. Every consumer of [`crate::pipeline::run`] (the MCP server, `gimlet call`,
+    /// a program using the library) turns an error into a result through this, so all show
+    /// the same text.
+    pub fn to_output(&self, tool: &str) -> ToolOutput {
+        ToolOutput {
+            content: vec![Content::Text(marked(tool, &self.to_string()))],
+            is_error: true,
+            ..ToolOutput::default()
+        }
     }
 
     /// A short, stable name of the variant, for logs and the audit trail.

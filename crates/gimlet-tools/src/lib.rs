@@ -82,5 +82,6 @@ pub use error::{Rerun, SandboxDenied, ToolError};
 pub use permission::{Access, Approval, AskRequest, Mode, Permission, Policy, Rule, RuleAction};
 pub use registry::{DynTool, ToolRegistry, ToolSource, ToolSpec};
 pub use tool::{
-    Content, FilePage, InterruptBehavior, OutputLimits, Tool, ToolFlags, ToolOutput, TruncationMode,
+    Content, FilePage, InterruptBehavior, OutputLimits, Tool, ToolFlags, ToolOutput,
+    TruncationMode, error_marker,
 };

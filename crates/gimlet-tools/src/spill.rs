@@ -53,7 +53,7 @@ impl SpillStore {
         builder.mode(0o700);
         builder.create(dir)?;
         Ok(Self {
-            dir: crate::fs::canonical(dir)?,
+            dir: crate::util::canonical(dir)?,
         })
     }
 

@@ -12,7 +12,7 @@ use crate::error::ToolError;
 use crate::permission::Policy;
 use crate::pipeline;
 use crate::registry::ToolRegistry;
-use crate::vocab::{OutputLimits, ToolOutput};
+use crate::vocab::{Content, OutputLimits, ToolOutput};
 
 /// A root folder, a folder outside it, and an environment rooted at the first.
 pub(crate) struct TestWorkspace {
@@ -158,5 +158,40 @@ pub(crate) fn make_fifo(path: &Path) {
             .status()
             .unwrap()
             .success()
+    );
+}
+
+/// The text a client shows the model for an output: its text blocks joined by line breaks,
+/// and a resource link as a line of its name and URI with room for a host's words around
+/// them (32 bytes).
+pub(crate) fn shown_text(output: &ToolOutput) -> String {
+    let blocks: Vec<String> = output
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            Content::Text(text) => Some(text.clone()),
+            Content::Long(long) => Some(format!("{}{}", long.head, long.tail)),
+            Content::ResourceLink { uri, name, .. } => {
+                Some(format!("{name}{uri}{}", " ".repeat(32)))
+            }
+            Content::Image { .. } => None,
+        })
+        .collect();
+    blocks.join("\n")
+}
+
+/// Asserts that an output as a client shows it ([`shown_text`]) fits the limits, in lines and
+/// in bytes.
+#[track_caller]
+pub(crate) fn assert_fits(output: &ToolOutput, limits: OutputLimits) {
+    let text = shown_text(output);
+    let lines = text.lines().count();
+    assert!(
+        lines <= limits.max_lines && text.len() <= limits.max_bytes,
+        "{lines} lines, {} bytes, over {} lines or {} bytes; it ends:\n{}",
+        text.len(),
+        limits.max_lines,
+        limits.max_bytes,
+        text.lines().rev().take(6).collect::<Vec<_>>().join("\n")
     );
 }

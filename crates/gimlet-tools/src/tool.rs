@@ -16,7 +16,7 @@ use crate::permission::Access;
 
 pub use crate::vocab::{
     Content, Cut, CutBy, FilePage, InterruptBehavior, JsonObject, OutputLimits, ToolFlags,
-    ToolOutput, Truncation, TruncationMode,
+    ToolOutput, Truncation, TruncationMode, error_marker,
 };
 
 /// A tool: typed arguments, a description, flags, and the three steps the pipeline runs.

@@ -37,10 +37,28 @@ impl<T> RwLockExt<T> for RwLock<T> {
     }
 }
 
-/// `N` bytes from the system's randomness (`getrandom(2)` on Linux, `getentropy` on macOS,
-/// `ProcessPrng` on Windows, through the `getrandom` crate), or the error: never zeros.
+/// `N` bytes from the system's randomness, or the error: never zeros. On Linux `getrandom(2)`
+/// itself, with no fallback to `/dev/urandom` (a system that refuses the call is one to refuse
+/// to make keys on); elsewhere through the `getrandom` crate (`getentropy` on macOS,
+/// `ProcessPrng` on Windows).
 pub fn random_bytes<const N: usize>() -> io::Result<[u8; N]> {
     let mut bytes = [0u8; N];
+    #[cfg(target_os = "linux")]
+    {
+        let mut filled = 0;
+        while filled < N {
+            match rustix::rand::getrandom(
+                &mut bytes[filled..],
+                rustix::rand::GetRandomFlags::empty(),
+            ) {
+                Ok(0) => return Err(io::Error::other("getrandom returned no bytes")),
+                Ok(n) => filled += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
     getrandom::fill(&mut bytes)
         .map_err(|err| io::Error::other(format!("no system randomness: {err}")))?;
     Ok(bytes)
@@ -91,6 +109,68 @@ pub fn common_suffix(a: &[u8], b: &[u8]) -> usize {
         shared += 1;
     }
     shared
+}
+
+/// A path made absolute with every symlink resolved, as [`std::fs::canonicalize`] does; on
+/// Windows without the `\\?\` prefix where the path means the same without it (`C:\x`,
+/// `\\server\share\x`), so that it reads as users write paths.
+pub fn canonical(path: &std::path::Path) -> io::Result<std::path::PathBuf> {
+    let real = std::fs::canonicalize(path)?;
+    #[cfg(windows)]
+    return Ok(simplified(real));
+    #[cfg(not(windows))]
+    Ok(real)
+}
+
+/// A path without the `\\?\` prefix where it means the same without it: `\\?\C:\x` is
+/// `C:\x`, `\\?\UNC\server\share\x` is `\\server\share\x`. Paths that need the prefix (past
+/// the old length limit, or with names Windows would otherwise read as devices or trim) keep
+/// it.
+#[cfg(windows)]
+pub(crate) fn simplified(path: std::path::PathBuf) -> std::path::PathBuf {
+    let mut components = path.components();
+    let Some(std::path::Component::Prefix(prefix)) = components.next() else {
+        return path;
+    };
+    let rest: std::path::PathBuf = components.collect();
+    let plain = match prefix.kind() {
+        std::path::Prefix::VerbatimDisk(drive) => {
+            std::path::PathBuf::from(format!("{}:\\", char::from(drive))).join(&rest)
+        }
+        std::path::Prefix::VerbatimUNC(server, share) => {
+            let mut unc = std::ffi::OsString::from(r"\\");
+            unc.push(server);
+            unc.push(r"\");
+            unc.push(share);
+            unc.push(r"\");
+            std::path::PathBuf::from(unc).join(&rest)
+        }
+        _ => return path,
+    };
+    let awkward = rest.components().any(|c| match c {
+        std::path::Component::Normal(name) => {
+            let name = name.to_string_lossy();
+            name.ends_with('.') || name.ends_with(' ') || is_device_name(&name)
+        }
+        _ => false,
+    });
+    if awkward || plain.as_os_str().len() >= 260 {
+        return path;
+    }
+    plain
+}
+
+/// Whether a name is one Windows reads as a device (`NUL`, `con.txt`, `COM1` ...).
+#[cfg(windows)]
+fn is_device_name(name: &str) -> bool {
+    let stem = name.split('.').next().unwrap_or_default().trim_end();
+    let upper = stem.to_ascii_uppercase();
+    matches!(
+        upper.as_str(),
+        "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$"
+    ) || ((upper.starts_with("COM") || upper.starts_with("LPT"))
+        && upper.len() == 4
+        && upper.as_bytes()[3].is_ascii_digit())
 }
 
 #[cfg(test)]

@@ -263,6 +263,32 @@ impl ToolOutput {
         self
     }
 
+    /// Marks a failed output (`is_error`) for hosts that drop the flag: a first text block of
+    /// its own, `tool`'s [`crate::error_marker`], so that the output starts on the line after
+    /// it. Being a block of its own, the marker stays whole when the truncation stage cuts the
+    /// output (even from its start, in tail mode), and the output and its saved copy stay as
+    /// the tool made them. An output already marked (its first text starts with the marker),
+    /// or not failed, is left alone; one with no text gets a block saying it failed.
+    pub fn mark_error(&mut self, tool: &str) {
+        if !self.is_error {
+            return;
+        }
+        let marker = error_marker(tool);
+        let first = self.content.iter().find_map(|c| match c {
+            Content::Text(text) => Some(text.as_str()),
+            Content::Long(long) => Some(long.head.as_str()),
+            Content::Image { .. } | Content::ResourceLink { .. } => None,
+        });
+        match first {
+            Some(text) if text.starts_with(&marker) => {}
+            Some(_) => self.content.insert(0, Content::Text(marker)),
+            None => self.content.insert(
+                0,
+                Content::Text(format!("{marker} the tool reported a failure")),
+            ),
+        }
+    }
+
     /// All text blocks joined by newlines.
     pub fn joined_text(&self) -> String {
         let texts: Vec<&str> = self
@@ -275,5 +301,24 @@ impl ToolOutput {
             })
             .collect();
         texts.join("\n")
+    }
+}
+
+/// What every error result's text starts with: `Error (<tool>):`, then a space and the message
+/// (or, before a tool's own failed output, a line break). Some hosts forward a result's text
+/// but not its `isError` flag; this tells the model all the same that the call failed, and
+/// which.
+pub fn error_marker(tool: &str) -> String {
+    format!("Error ({tool}):")
+}
+
+/// `text` with `tool`'s error marker and a space in front, unless it already starts with the
+/// marker.
+pub(crate) fn marked(tool: &str, text: &str) -> String {
+    let marker = error_marker(tool);
+    if text.starts_with(&marker) {
+        text.to_owned()
+    } else {
+        format!("{marker} {text}")
     }
 }

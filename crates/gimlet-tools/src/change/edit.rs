@@ -82,11 +82,11 @@ pub(crate) fn plan_edits(loaded: Loaded, edits: &[OwnedEdit]) -> Result<Planned,
         }
         (Some(doc), false) => (std::borrow::Cow::Borrowed(doc), edits),
         (_, true) => {
-            let mut doc = Document::from_text(edits[0].new_string.clone());
-            if let Some(existing) = &existing {
-                // An empty file that had a BOM keeps it.
-                doc = Document::from_text(crate::text::in_style_of(existing, &edits[0].new_string));
-            }
+            let doc = match &existing {
+                // An empty file that had a BOM keeps it (and a UTF-16 one its encoding).
+                Some(existing) => crate::text::in_style_of(existing, &edits[0].new_string),
+                None => Document::from_text(edits[0].new_string.clone()),
+            };
             (std::borrow::Cow::Owned(doc), &edits[1..])
         }
     };
@@ -107,9 +107,10 @@ pub(crate) fn plan_edits(loaded: Loaded, edits: &[OwnedEdit]) -> Result<Planned,
     }
     levels.extend(applied.levels);
     Ok(Planned {
+        // In the file's encoding: a UTF-16 file is written back in UTF-16.
+        after: Document::from_text_in(applied.text, start.encoding()),
         loaded,
         before: existing,
-        after: Document::from_text(applied.text),
         levels,
         replacements: applied.replacements + usize::from(creates),
     })
@@ -154,7 +155,7 @@ pub(crate) async fn edit_file(
             tool,
             change,
             &planned.loaded,
-            Some(planned.after.original().as_bytes()),
+            Some(&planned.after.bytes()),
             &mut || diff = Some(planned.diff()),
         )?;
         Ok(report(&planned, hash, created, diff))

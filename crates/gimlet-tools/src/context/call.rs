@@ -394,7 +394,7 @@ impl ToolContextBuilder {
         let client_roots = session.client_roots();
         // A root taken from the working directory gives way to the roots the client names.
         let mut roots = if self.env.implicit_roots && !client_roots.is_empty() {
-            RootSet::default()
+            self.env.roots().emptied()
         } else {
             self.env.roots().clone()
         };

@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock};
 use crate::audit::AuditLog;
 use crate::config::{Budget, LspConfig, Settings};
 use crate::context::hook::Hook;
-use crate::fs::{PathError, PathLocks, Root, RootSet, implicit_root_here};
+use crate::fs::{NameMatching, PathError, PathLocks, Root, RootSet, implicit_root_here};
 use crate::lsp::LanguageServers;
 use crate::permission::Policy;
 use crate::sandbox::{Exec, SandboxSetting};
@@ -94,8 +94,10 @@ impl ToolEnv {
         Arc::clone(&self.policy.read_locked())
     }
 
-    /// Replaces the policy (a config reload); calls already running keep theirs.
+    /// Replaces the policy (a config reload); calls already running keep theirs. It compares
+    /// names as the environment does ([`ToolEnvBuilder::name_matching`]).
     pub fn set_policy(&self, policy: Policy) {
+        let policy = policy.with_name_matching(self.roots.name_matching());
         *self.policy.write_locked() = Arc::new(policy);
     }
 
@@ -219,6 +221,7 @@ pub struct ToolEnvBuilder {
     audit: Option<Arc<AuditLog>>,
     max_parallel: Option<usize>,
     lsp: Option<LspConfig>,
+    name_matching: Option<NameMatching>,
 }
 
 /// Why a [`ToolEnv`] could not be built.
@@ -253,6 +256,15 @@ impl ToolEnvBuilder {
     #[must_use]
     pub fn root(mut self, path: impl Into<PathBuf>) -> Self {
         self.roots.push(path.into());
+        self
+    }
+
+    /// Compares file names as `matching` says, for root containment, the permission rules
+    /// and the protected list (default: this system's, [`NameMatching::native`]: case ignored
+    /// on macOS and Windows). Tests run macOS's and Windows's rules on Linux with it.
+    #[must_use]
+    pub fn name_matching(mut self, matching: NameMatching) -> Self {
+        self.name_matching = Some(matching);
         self
     }
 
@@ -366,7 +378,9 @@ impl ToolEnvBuilder {
                 ),
             }
         }
-        let mut roots = RootSet::default();
+        let matching = self.name_matching.unwrap_or_default();
+        let policy = self.policy.unwrap_or_default().with_name_matching(matching);
+        let mut roots = RootSet::default().with_name_matching(matching);
         for path in paths {
             let root = Root::open(&path).map_err(|source| EnvError::Root {
                 path: path.display().to_string(),
@@ -396,10 +410,7 @@ impl ToolEnvBuilder {
                 Arc::clone(&exec),
                 settings.bash.clone(),
                 roots.roots().iter().map(|r| r.path().to_owned()).collect(),
-                self.policy
-                    .as_ref()
-                    .map(|p| p.protected().clone())
-                    .unwrap_or_default(),
+                policy.protected().clone(),
             ),
             None => LanguageServers::disabled(),
         };
@@ -407,7 +418,7 @@ impl ToolEnvBuilder {
             roots,
             limits_configured: self.limits.is_some(),
             implicit_roots,
-            policy: RwLock::new(Arc::new(self.policy.unwrap_or_default())),
+            policy: RwLock::new(Arc::new(policy)),
             limits: self.limits.unwrap_or_default(),
             spill,
             exec,

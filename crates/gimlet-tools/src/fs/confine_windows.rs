@@ -17,7 +17,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::windows::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Component, Path, PathBuf, Prefix};
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use super::paths::{Location, OpenKind, PathError, ResolvedPath, Root, RootSet};
@@ -136,55 +136,6 @@ pub(super) fn is_reparse_point(meta: &std::fs::Metadata) -> bool {
     meta.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0
 }
 
-/// A path without the `\\?\` prefix where it means the same without it: `\\?\C:\x` is
-/// `C:\x`, `\\?\UNC\server\share\x` is `\\server\share\x`. Paths that need the prefix (past
-/// the old length limit, or with names Windows would otherwise read as devices or trim) keep
-/// it.
-pub(crate) fn simplified(path: PathBuf) -> PathBuf {
-    let mut components = path.components();
-    let Some(Component::Prefix(prefix)) = components.next() else {
-        return path;
-    };
-    let rest: PathBuf = components.collect();
-    let plain = match prefix.kind() {
-        Prefix::VerbatimDisk(drive) => {
-            PathBuf::from(format!("{}:\\", char::from(drive))).join(&rest)
-        }
-        Prefix::VerbatimUNC(server, share) => {
-            let mut unc = OsString::from(r"\\");
-            unc.push(server);
-            unc.push(r"\");
-            unc.push(share);
-            unc.push(r"\");
-            PathBuf::from(unc).join(&rest)
-        }
-        _ => return path,
-    };
-    let awkward = rest.components().any(|c| match c {
-        Component::Normal(name) => {
-            let name = name.to_string_lossy();
-            name.ends_with('.') || name.ends_with(' ') || is_device_name(&name)
-        }
-        _ => false,
-    });
-    if awkward || plain.as_os_str().len() >= 260 {
-        return path;
-    }
-    plain
-}
-
-/// Whether a name is one Windows reads as a device (`NUL`, `con.txt`, `COM1` ...).
-fn is_device_name(name: &str) -> bool {
-    let stem = name.split('.').next().unwrap_or_default().trim_end();
-    let upper = stem.to_ascii_uppercase();
-    matches!(
-        upper.as_str(),
-        "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$"
-    ) || ((upper.starts_with("COM") || upper.starts_with("LPT"))
-        && upper.len() == 4
-        && upper.as_bytes()[3].is_ascii_digit())
-}
-
 impl Root {
     /// The handle a root keeps for as long as gimlet runs: shared with deletion, so that the
     /// user can still rename or remove the folder; each open pins it again for its duration.
@@ -222,7 +173,7 @@ pub(super) fn check_cached(_base: &Root, _given: &Path) -> Result<(), PathError>
 /// no reparse point, in a folder already resolved, is that folder joined with the name as
 /// stored.
 pub(super) fn as_stored(parent: &Path, candidate: PathBuf) -> PathBuf {
-    match std::fs::canonicalize(&candidate).map(simplified) {
+    match crate::util::canonical(&candidate) {
         Ok(real) if real.parent() == Some(parent) => real,
         Ok(real) => match real.file_name() {
             Some(name) => parent.join(name),

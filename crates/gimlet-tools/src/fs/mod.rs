@@ -13,6 +13,7 @@ mod confine_windows;
 mod file_state;
 mod journal;
 mod locks;
+mod names;
 pub mod nowait;
 mod paths;
 #[cfg(unix)]
@@ -35,8 +36,9 @@ use confine_windows as confine;
 pub use file_state::{ContentHash, FileStamp, FileStates, Hasher};
 pub use journal::{Before, CommitError, Journal, JournalEntry, Step, commit_all, recover_pending};
 pub use locks::{PathGuard, PathLocks};
+pub use names::NameMatching;
 pub use paths::{
     Location, MAX_COMPONENT_BYTES, MAX_PATH_BYTES, OpenKind, PathError, ResolvedPath, Root,
-    RootSet, canonical, implicit_root, implicit_root_here,
+    RootSet, implicit_root, implicit_root_here,
 };
 pub use write::{Expected, FileId, Ownership, WriteError};

@@ -21,6 +21,8 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
+use super::NameMatching;
+
 /// Longest path argument accepted, in bytes (Linux `PATH_MAX`).
 pub const MAX_PATH_BYTES: usize = 4096;
 /// Longest single component, in bytes (Linux `NAME_MAX`).
@@ -223,7 +225,7 @@ pub struct Root {
 impl Root {
     /// Opens a root: resolves the path (it must be an existing directory) and keeps a handle.
     pub fn open(path: &Path) -> Result<Self, PathError> {
-        let path = canonical(path).map_err(|source| match source.kind() {
+        let path = crate::util::canonical(path).map_err(|source| match source.kind() {
             io::ErrorKind::NotFound => PathError::NotFound {
                 path: path.display().to_string(),
                 hint: String::new(),
@@ -240,27 +242,40 @@ impl Root {
     }
 }
 
-/// A path made absolute with every symlink resolved, as [`std::fs::canonicalize`] does; on
-/// Windows without the `\\?\` prefix where the path means the same without it (`C:\x`,
-/// `\\server\share\x`), so that it reads as users write paths.
-pub fn canonical(path: &Path) -> io::Result<PathBuf> {
-    let real = std::fs::canonicalize(path)?;
-    #[cfg(windows)]
-    return Ok(super::confine_windows::simplified(real));
-    #[cfg(not(windows))]
-    Ok(real)
-}
-
 /// The roots of one call: the `--root` folders and, later, the client's roots.
 #[derive(Debug, Clone, Default)]
 pub struct RootSet {
     roots: Vec<Arc<Root>>,
+    /// How names compare where a path's typed tail does not exist ([`RootSet::locate`]).
+    matching: NameMatching,
 }
 
 impl RootSet {
     /// A set of opened roots; the first is where relative paths start.
     pub fn new(roots: Vec<Arc<Root>>) -> Self {
-        Self { roots }
+        Self {
+            roots,
+            matching: NameMatching::native(),
+        }
+    }
+
+    /// The same roots, a path's names compared with theirs as `matching` says (default: this
+    /// system's, [`NameMatching::native`]).
+    #[must_use]
+    pub fn with_name_matching(mut self, matching: NameMatching) -> Self {
+        self.matching = matching;
+        self
+    }
+
+    /// How a path's names are compared with the roots'.
+    pub fn name_matching(&self) -> NameMatching {
+        self.matching
+    }
+
+    /// The same name matching, no roots.
+    #[must_use]
+    pub fn emptied(&self) -> Self {
+        Self::default().with_name_matching(self.matching)
     }
 
     /// Opens each path as a root. Duplicates (after resolution) are dropped.
@@ -316,10 +331,10 @@ impl RootSet {
             given
         };
         if let Some(resolved) = super::confine::resolve_plain(self, given)? {
-            return Ok(self.locate(input, resolved, true));
+            return Ok(self.locate(input, resolved, 0));
         }
         super::confine::check_cached(first, given)?;
-        let (resolved, exists) =
+        let (resolved, missing) =
             resolve_components(first.path(), given).map_err(|err| match err {
                 // Said as the caller writes paths: relative to the first root when inside it.
                 PathError::NotADirectory { path } => PathError::NotADirectory {
@@ -332,17 +347,34 @@ impl RootSet {
                 path: resolved.display().to_string(),
             });
         }
-        Ok(self.locate(input, resolved, exists))
+        Ok(self.locate(input, resolved, missing))
     }
 
-    /// Where an already resolved absolute path lies.
-    pub fn locate(&self, input: &str, resolved: PathBuf, exists: bool) -> ResolvedPath {
-        let location = match self.root_of(&resolved) {
+    /// Where an already resolved absolute path lies, its last `missing` names not existing
+    /// (0: it exists). What exists is spelled as stored ([`RootSet::resolve`] asks the file
+    /// system), so it is compared with the roots name for name, as [`Path::starts_with`]
+    /// does. The names past it are as the caller typed them: where a root's own names fall
+    /// among those, they are compared as the file system compares names ([`NameMatching`];
+    /// on macOS and Windows `/USERS/me/proj/new` is in the root `/Users/me/Proj`), and the
+    /// path is then spelled as its root is.
+    pub fn locate(&self, input: &str, resolved: PathBuf, missing: usize) -> ResolvedPath {
+        let mut resolved = resolved;
+        let found = match self.root_of(&resolved) {
             Some(root) => {
                 let relative = resolved
                     .strip_prefix(&root.path)
                     .unwrap_or(Path::new(""))
                     .to_owned();
+                Some((root, relative))
+            }
+            None => self
+                .root_of_typed(&resolved, missing)
+                .inspect(|(root, relative)| {
+                    resolved = root.path.join(relative);
+                }),
+        };
+        let location = match found {
+            Some((root, relative)) => {
                 let is_first = self.first().is_some_and(|f| Arc::ptr_eq(f, root));
                 Location::Inside {
                     root: Arc::clone(root),
@@ -355,7 +387,7 @@ impl RootSet {
         ResolvedPath {
             input: input.to_owned(),
             path: resolved,
-            exists,
+            exists: missing == 0,
             location,
         }
     }
@@ -367,6 +399,33 @@ impl RootSet {
             .iter()
             .filter(|r| path.starts_with(&r.path))
             .max_by_key(|r| r.path.components().count())
+    }
+
+    /// The root whose names reach into the last `missing` names of `path` (typed, not found),
+    /// those compared as the file system compares names and the ones before them exactly;
+    /// with the path below it. `None` where names are exact or nothing is missing.
+    fn root_of_typed(&self, path: &Path, missing: usize) -> Option<(&Arc<Root>, PathBuf)> {
+        if !self.matching.folds() || missing == 0 {
+            return None;
+        }
+        let existing = path.components().count().saturating_sub(missing);
+        self.roots
+            .iter()
+            .filter_map(|root| {
+                let mut given = path.components();
+                let mut names = root.path.components();
+                for _ in 0..existing {
+                    // A root that ends in what exists was decided name for name.
+                    if names.next()? != given.next()? {
+                        return None;
+                    }
+                }
+                let below = self
+                    .matching
+                    .strip_prefix(given.as_path(), names.as_path())?;
+                Some((root, below.to_owned()))
+            })
+            .max_by_key(|(root, _)| root.path.components().count())
     }
 
     /// Whether an absolute, resolved path lies inside one of the roots.
@@ -411,8 +470,9 @@ fn check_argument(input: &str) -> Result<(), PathError> {
 
 /// Resolves `given` (absolute, or relative to `base`) to an absolute path without symlinks in
 /// its existing part. Components after the first missing one are appended as written (with
-/// `..` applied lexically). Returns the path and whether it exists.
-fn resolve_components(base: &Path, given: &Path) -> Result<(PathBuf, bool), PathError> {
+/// `..` applied lexically). Returns the path and how many names at its end do not exist (0:
+/// it exists).
+fn resolve_components(base: &Path, given: &Path) -> Result<(PathBuf, usize), PathError> {
     let mut pending: Vec<OsString> = Vec::new();
     let mut current = start(base, given);
     push_components(&mut pending, given);
@@ -484,7 +544,7 @@ fn resolve_components(base: &Path, given: &Path) -> Result<(PathBuf, bool), Path
             Err(source) => return Err(PathError::io(&candidate, source)),
         }
     }
-    Ok((current, exists))
+    Ok((current, missing))
 }
 
 /// Where the walk of `given` starts: `base` for a relative path; the root of an absolute one

@@ -457,8 +457,8 @@ fn plain_paths_are_resolved_by_the_kernel_as_the_walk_would_and_the_rest_left_to
     ] {
         let kernel = super::super::confine::resolve_plain(&roots, Path::new(plain)).unwrap();
         let first = roots.first().unwrap().path();
-        let (walked, exists) = resolve_components(first, Path::new(plain)).unwrap();
-        assert!(exists);
+        let (walked, missing) = resolve_components(first, Path::new(plain)).unwrap();
+        assert_eq!(missing, 0, "{plain} exists");
         assert_eq!(kernel, Some(walked), "{plain}");
         assert!(
             super::super::nowait::attempt(|| super::super::confine::resolve_plain(
@@ -542,4 +542,53 @@ fn with_no_root_every_path_says_how_to_add_one() {
         "{message}"
     );
     assert!(RootSet::default().resolve("/etc/hostname").is_err());
+}
+
+#[test]
+fn where_names_ignore_case_a_root_typed_in_other_cases_holds_what_is_below_it() {
+    let ws = TestWorkspace::new();
+    let typed_root = ws.root().to_string_lossy().to_uppercase();
+    assert!(
+        !Path::new(&typed_root).exists(),
+        "this test needs a case-sensitive /tmp"
+    );
+    let typed = format!("{typed_root}/New/File.txt");
+    // Linux: another name, outside the root.
+    assert_outside(&roots(&ws).resolve(&typed).unwrap());
+    for matching in [NameMatching::MacOs, NameMatching::Windows] {
+        let resolved = roots(&ws)
+            .with_name_matching(matching)
+            .resolve(&typed)
+            .unwrap();
+        assert!(resolved.is_inside(), "{matching:?}");
+        assert_eq!(resolved.relative(), Some(Path::new("New/File.txt")));
+        assert_eq!(
+            resolved.path,
+            ws.root().join("New/File.txt"),
+            "spelled as the root"
+        );
+        assert_eq!(resolved.display(), "New/File.txt");
+        assert!(!resolved.exists);
+    }
+}
+
+#[test]
+fn what_exists_is_compared_with_a_root_name_for_name() {
+    // A case-sensitive volume (a macOS volume may be one) where `Proj` and `PROJ` are two
+    // folders: only names that do not exist are compared without case.
+    let ws = TestWorkspace::new();
+    ws.write("PROJ/a.txt", "other folder");
+    ws.mkdir("Proj");
+    let set = RootSet::open([ws.root().join("Proj")])
+        .unwrap()
+        .with_name_matching(NameMatching::MacOs);
+    for path in ["PROJ/a.txt", "PROJ/new.txt", "PROJ"] {
+        let typed = ws.root().join(path).display().to_string();
+        assert_outside(&set.resolve(&typed).unwrap());
+    }
+    let typed = ws.root().join("PROJ-x/new.txt").display().to_string();
+    assert_outside(&set.resolve(&typed).unwrap());
+    let inside = ws.root().join("Proj/NEW.txt").display().to_string();
+    let resolved = set.resolve(&inside).unwrap();
+    assert_eq!(resolved.relative(), Some(Path::new("NEW.txt")));
 }

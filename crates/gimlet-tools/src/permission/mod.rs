@@ -84,3 +84,7 @@ pub enum Permission {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+#[path = "names_tests.rs"]
+mod names_tests;

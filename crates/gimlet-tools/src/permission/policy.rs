@@ -3,13 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use globset::Glob;
-
 use super::rule::CompiledRule;
 use super::{
     Access, AskReason, AskRequest, Grants, Mode, Permission, Rule, RuleAction, RuleError,
     RuleOrigin,
 };
+use crate::fs::NameMatching;
 use crate::sandbox::protected::Protected;
 use crate::shell::Script;
 use crate::vocab::ToolFlags;
@@ -60,6 +59,8 @@ pub struct Policy {
     mode: Mode,
     rules: Vec<CompiledRule>,
     protected: Protected,
+    /// How path names compare, for the rules and the protected list.
+    matching: NameMatching,
 }
 
 impl Default for Policy {
@@ -75,15 +76,36 @@ impl Policy {
             mode,
             rules: Vec::new(),
             protected: Protected::default(),
+            matching: NameMatching::native(),
         }
     }
 
     /// Sets the protected list (the built-in one plus the config file's entries): the file
-    /// tools ask before changing what it matches, and sandboxed commands cannot change it.
+    /// tools ask before changing what it matches, and sandboxed commands cannot change it. It
+    /// compares names as the policy does ([`Self::with_name_matching`]).
     #[must_use]
     pub fn with_protected(mut self, protected: Protected) -> Self {
-        self.protected = protected;
+        self.protected = protected.with_matching(self.matching);
         self
+    }
+
+    /// Compares path names in rules and in the protected list as `matching` says (default:
+    /// this system's, [`NameMatching::native`]); the rules already added follow.
+    #[must_use]
+    pub fn with_name_matching(mut self, matching: NameMatching) -> Self {
+        if matching != self.matching {
+            self.matching = matching;
+            self.protected = self.protected.with_matching(matching);
+            for rule in &mut self.rules {
+                rule.set_matching(matching);
+            }
+        }
+        self
+    }
+
+    /// How path names compare.
+    pub fn name_matching(&self) -> NameMatching {
+        self.matching
     }
 
     /// The protected list.
@@ -103,23 +125,8 @@ impl Policy {
                 tracing::warn!(tool = %rule.tool, "ignoring an allow rule from a project config");
                 continue;
             }
-            let matcher = match &rule.pattern {
-                None => None,
-                Some(pattern) => Some(
-                    Glob::new(pattern)
-                        .map_err(|e| RuleError {
-                            tool: rule.tool.clone(),
-                            pattern: pattern.clone(),
-                            message: e.kind().to_string(),
-                        })?
-                        .compile_matcher(),
-                ),
-            };
-            self.rules.push(CompiledRule {
-                rule,
-                origin,
-                matcher,
-            });
+            self.rules
+                .push(CompiledRule::new(rule, origin, self.matching)?);
         }
         Ok(self)
     }

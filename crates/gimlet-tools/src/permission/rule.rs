@@ -1,10 +1,17 @@
 //! Permission rules: the [`Rule`] a user writes, its [`RuleAction`] and [`RuleOrigin`], the
 //! compiled form the policy matches with, and [`RuleError`] for an invalid pattern.
+//!
+//! A pattern matches a path as the file system compares names ([`NameMatching`]): on macOS
+//! and Windows `deny * secrets/**` denies `SECRETS/x` (and on macOS a name in NFD matches a
+//! pattern written in NFC). Commands and hosts are matched as written.
 
-use globset::GlobMatcher;
+use std::path::Path;
+
+use globset::{Glob, GlobBuilder, GlobMatcher};
 use serde::{Deserialize, Serialize};
 
 use super::Access;
+use crate::fs::NameMatching;
 
 /// A user-configured permission rule.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,10 +68,57 @@ pub enum RuleOrigin {
 pub(super) struct CompiledRule {
     pub(super) rule: Rule,
     pub(super) origin: RuleOrigin,
-    pub(super) matcher: Option<GlobMatcher>,
+    /// The pattern as written: for commands and hosts, and for paths where names are exact.
+    matcher: Option<GlobMatcher>,
+    /// Where names fold: how, and the pattern folded so, for paths.
+    folded: Option<(NameMatching, GlobMatcher)>,
 }
 
 impl CompiledRule {
+    /// Compiles a rule's pattern; its path matcher folds names as `matching` says.
+    pub(super) fn new(
+        rule: Rule,
+        origin: RuleOrigin,
+        matching: NameMatching,
+    ) -> Result<Self, RuleError> {
+        let matcher = match &rule.pattern {
+            None => None,
+            Some(pattern) => Some(
+                Glob::new(pattern)
+                    .map_err(|e| RuleError {
+                        tool: rule.tool.clone(),
+                        pattern: pattern.clone(),
+                        message: e.kind().to_string(),
+                    })?
+                    .compile_matcher(),
+            ),
+        };
+        let mut compiled = Self {
+            rule,
+            origin,
+            matcher,
+            folded: None,
+        };
+        compiled.set_matching(matching);
+        Ok(compiled)
+    }
+
+    /// Compiles the path matcher again for `matching`. The folded pattern is the written one
+    /// with its names folded ([`NameMatching::fold_pattern`]); should folding turn a valid
+    /// pattern into an invalid one (a range such as `[Z-a]` whose ends swap), the written
+    /// pattern is matched ignoring ASCII case instead, on the folded path.
+    pub(super) fn set_matching(&mut self, matching: NameMatching) {
+        self.folded = match &self.rule.pattern {
+            Some(pattern) if matching.folds() => {
+                let folded = matching.fold_pattern(pattern);
+                let glob = Glob::new(&folded)
+                    .or_else(|_| GlobBuilder::new(pattern).case_insensitive(true).build());
+                glob.ok().map(|glob| (matching, glob.compile_matcher()))
+            }
+            Some(_) | None => None,
+        };
+    }
+
     /// `rule deny bash "rm *" (user config)`, for the audit log.
     pub(super) fn describe(&self) -> String {
         let action = self.rule.action.as_str();
@@ -91,9 +145,13 @@ impl CompiledRule {
             return true;
         };
         match access {
-            Access::Read(p) | Access::Write(p) => {
-                matcher.is_match(&p.display) || matcher.is_match(&p.path)
-            }
+            Access::Read(p) | Access::Write(p) => match &self.folded {
+                Some((matching, folded)) => {
+                    folded.is_match(matching.fold_path(Path::new(&p.display)))
+                        || folded.is_match(matching.fold_path(&p.path))
+                }
+                None => matcher.is_match(&p.display) || matcher.is_match(&p.path),
+            },
             Access::Execute { .. } | Access::Network { .. } => matcher.is_match(access.subject()),
         }
     }

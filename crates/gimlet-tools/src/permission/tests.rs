@@ -1,8 +1,10 @@
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use pretty_assertions::assert_eq;
 
 use super::*;
+use crate::fs::NameMatching;
+use crate::sandbox::protected::Protected;
 use crate::vocab::ToolFlags;
 
 fn path(display: &str, inside: bool, protected: bool) -> PathAccess {
@@ -624,4 +626,99 @@ fn outside_grants_match_every_part() {
     assert!(!grants.covers("bash", &access("npm install x && rm -rf ~")));
     assert!(!grants.covers("other", &access("npm install")));
     assert!(!grants.covers("bash", &access("npm publish")));
+}
+
+/// A policy with one rule, its names compared as `matching` says.
+fn one_rule(matching: NameMatching, action: RuleAction, pattern: &str) -> Policy {
+    Policy::new(Mode::Default)
+        .with_rules([rule(action, "*", Some(pattern))], RuleOrigin::User)
+        .unwrap()
+        .with_name_matching(matching)
+}
+
+#[test]
+fn where_names_ignore_case_a_path_rule_matches_every_spelling() {
+    for matching in [NameMatching::MacOs, NameMatching::Windows] {
+        let p = one_rule(matching, RuleAction::Deny, "secrets/**");
+        for path in ["secrets/x", "SECRETS/x", "Secrets/Key.pem", "SeCrEtS/a/B"] {
+            assert_eq!(decide(&p, "write", write(path, true)), "deny", "{path}");
+            assert_eq!(decide(&p, "read", read(path, true)), "deny", "{path}");
+        }
+        assert_eq!(decide(&p, "write", write("src/secrets.rs", true)), "allow");
+        // The absolute path is matched too, folded alike.
+        let p = one_rule(matching, RuleAction::Ask, "/WS/Secrets/**");
+        assert_eq!(decide(&p, "read", read("secrets/x", true)), "ask:Rule");
+        // A rule added after the matching is set folds as well.
+        let p = Policy::new(Mode::Default)
+            .with_name_matching(matching)
+            .with_rules(
+                [rule(RuleAction::Deny, "write", Some("SECRETS/**"))],
+                RuleOrigin::Project,
+            )
+            .unwrap();
+        assert_eq!(decide(&p, "write", write("secrets/x", true)), "deny");
+    }
+    // Linux: `SECRETS` is another folder; today's behaviour stays.
+    let p = one_rule(NameMatching::Exact, RuleAction::Deny, "secrets/**");
+    assert_eq!(decide(&p, "write", write("SECRETS/x", true)), "allow");
+    assert_eq!(decide(&p, "write", write("secrets/x", true)), "deny");
+}
+
+#[test]
+fn on_macos_a_rule_matches_a_name_in_either_normalisation() {
+    let nfc = "caf\u{e9}";
+    let nfd = "cafe\u{301}";
+    for (pattern, path) in [(nfc, nfd), (nfd, nfc)] {
+        let pattern = format!("{pattern}/**");
+        let path = format!("{path}/menu.txt");
+        let macos = one_rule(NameMatching::MacOs, RuleAction::Deny, &pattern);
+        assert_eq!(
+            decide(&macos, "write", write(&path, true)),
+            "deny",
+            "{path:?}"
+        );
+        assert_eq!(
+            decide(&macos, "write", write(&path.to_uppercase(), true)),
+            "deny"
+        );
+        // NTFS and Linux keep the forms apart: two names, two files.
+        for other in [NameMatching::Windows, NameMatching::Exact] {
+            let p = one_rule(other, RuleAction::Deny, &pattern);
+            assert_eq!(
+                decide(&p, "write", write(&path, true)),
+                "allow",
+                "{other:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_pattern_that_folding_would_break_still_matches_ignoring_ascii_case() {
+    // `[Z-a]` is a range from `Z` to `a`; lower-cased it would run backwards (`[z-a]`).
+    let p = one_rule(NameMatching::MacOs, RuleAction::Deny, "[Z-a]x/**");
+    assert_eq!(decide(&p, "write", write("_X/y", true)), "deny");
+    assert_eq!(decide(&p, "write", write("bx/y", true)), "allow");
+}
+
+#[test]
+fn the_protected_list_follows_the_policys_name_matching() {
+    let protected = || Protected::new([String::from("Deploy")]);
+    for policy in [
+        Policy::new(Mode::Default)
+            .with_protected(protected())
+            .with_name_matching(NameMatching::Windows),
+        Policy::new(Mode::Default)
+            .with_name_matching(NameMatching::Windows)
+            .with_protected(protected()),
+    ] {
+        for path in [".GIT/HOOKS/pre-commit", ".Vscode/settings.json", "DEPLOY/x"] {
+            assert!(policy.is_protected(Path::new(path)), "{path}");
+        }
+    }
+    let exact = Policy::new(Mode::Default)
+        .with_protected(protected())
+        .with_name_matching(NameMatching::Exact);
+    assert!(!exact.is_protected(Path::new(".GIT/HOOKS/pre-commit")));
+    assert!(exact.is_protected(Path::new("Deploy/x")));
 }

@@ -14,7 +14,9 @@ use crate::lsp::{
     read_text,
 };
 use crate::util::MutexExt as _;
-use crate::vocab::{Content, ToolOutput};
+use crate::vocab::{Content, OutputLimits, ToolOutput};
+
+use super::truncate::{Reserve, Shown};
 
 /// What the session was already told about its servers ("not installed" is said once).
 #[derive(Default)]
@@ -27,13 +29,25 @@ impl Notices {
     }
 }
 
+/// Room the truncation stage keeps free for the diagnostics of a call that changed files: a
+/// quarter of the limits, at most 60 lines and 6 KiB (some 40 diagnostics).
+pub(super) fn reserve(limits: OutputLimits) -> Reserve {
+    Reserve {
+        lines: (limits.max_lines / 4).min(60),
+        bytes: (limits.max_bytes / 4).min(6 * 1024),
+    }
+}
+
 /// The pipeline's step after a call that changed files: each changed file whose language has
 /// a server is sent to it, and its diagnostics (waited for up to the configured time) are
-/// appended to the output. The wait is in the output's metadata (`diagnostics`).
+/// appended to the output, within what `limits` leave beside it (the truncation stage kept
+/// [`reserve`] free): lines that do not fit are left out, and a last line says so. The wait
+/// is in the output's metadata (`diagnostics`).
 pub(crate) async fn after_change(
     ctx: &ToolContext,
     changes: Vec<Changed>,
     mut output: ToolOutput,
+    limits: OutputLimits,
 ) -> ToolOutput {
     let lsp = Arc::clone(ctx.env().lsp());
     let mut files: Vec<Changed> = Vec::new();
@@ -68,9 +82,10 @@ pub(crate) async fn after_change(
         ));
     }
     if !blocks.is_empty() {
+        let room = Shown::of(&output.content).room_left(limits, Reserve::default());
         output
             .content
-            .push(Content::Text(format!("\n{}", blocks.join("\n"))));
+            .extend(within(&format!("\n{}", blocks.join("\n")), room).map(Content::Text));
     }
     if !report.is_empty() {
         output
@@ -78,6 +93,40 @@ pub(crate) async fn after_change(
             .insert(String::from("diagnostics"), Value::Array(report));
     }
     output
+}
+
+/// The diagnostics block, cut to whole lines that fit `room` as one more block of an output
+/// (a line break joins it to the output's text, and may open a blank line): the lines left
+/// out are counted in a last line. `None` when not even that line fits.
+fn within(block: &str, room: Shown) -> Option<String> {
+    // The joining line break: a byte, and a line when the output's text ends a line.
+    let max_lines = room.lines.checked_sub(1)?;
+    let max_bytes = room.bytes.checked_sub(1)?;
+    let all: Vec<&str> = block.lines().collect();
+    if all.len() <= max_lines && block.len() <= max_bytes {
+        return Some(block.to_owned());
+    }
+    let note = |left: usize| {
+        format!("(… {left} more lines of diagnostics; the `lsp` tool's `diagnostics` has them)")
+    };
+    // Whole lines while the note for the rest still fits after them.
+    let mut kept = 0;
+    let mut bytes = 0;
+    while let Some(line) = all.get(kept) {
+        let after = bytes + line.len() + 1;
+        if kept + 2 > max_lines || after + note(all.len() - kept - 1).len() > max_bytes {
+            break;
+        }
+        bytes = after;
+        kept += 1;
+    }
+    let note = note(all.len() - kept);
+    if kept + 1 > max_lines || bytes + note.len() > max_bytes {
+        return None;
+    }
+    let mut text: String = all[..kept].iter().map(|line| format!("{line}\n")).collect();
+    text.push_str(&note);
+    Some(text)
 }
 
 /// One changed file: the block to append (if any) and its metadata.
@@ -211,5 +260,71 @@ async fn before_change(
     match client.wait_for(&file.path, &synced, deadline, cancel).await {
         Waited::Reported(published) => Some((old, published.items)),
         Waited::TimedOut | Waited::Exited(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    /// The room `lines` and `bytes` leave.
+    fn room(lines: usize, bytes: usize) -> Shown {
+        let limits = OutputLimits {
+            max_lines: lines,
+            max_bytes: bytes,
+            ..OutputLimits::DEFAULT
+        };
+        Shown::default().room_left(limits, Reserve::default())
+    }
+
+    const BLOCK: &str = "\npyright reports 3 errors in a.py, caused by this change; please fix:\n\
+                         a.py:1: one\na.py:2: two\na.py:3: three";
+
+    #[test]
+    fn diagnostics_that_fit_are_appended_whole() {
+        assert_eq!(within(BLOCK, room(6, 1000)).as_deref(), Some(BLOCK));
+    }
+
+    #[test]
+    fn diagnostics_are_cut_to_whole_lines_and_say_how_many_are_left_out() {
+        let cut = within(BLOCK, room(5, 1000)).unwrap();
+        assert_eq!(
+            cut,
+            "\npyright reports 3 errors in a.py, caused by this change; please fix:\n\
+             a.py:1: one\n(… 2 more lines of diagnostics; the `lsp` tool's `diagnostics` has them)"
+        );
+        // What is appended, with the line break that joins it, stays within the room.
+        assert!(cut.lines().count() < 5 && cut.len() < 1000);
+        let by_bytes = within(BLOCK, room(100, 100)).unwrap();
+        assert!(by_bytes.len() < 100, "{by_bytes}");
+        assert!(by_bytes.ends_with("has them)"), "{by_bytes}");
+        // No room even for the note: nothing is appended.
+        assert_eq!(within(BLOCK, room(1, 1000)), None);
+        assert_eq!(within(BLOCK, room(100, 40)), None);
+    }
+
+    #[test]
+    fn room_is_kept_for_diagnostics_within_the_limits() {
+        assert_eq!(
+            reserve(OutputLimits::DEFAULT),
+            Reserve {
+                lines: 60,
+                bytes: 6 * 1024
+            }
+        );
+        let small = OutputLimits {
+            max_lines: 100,
+            max_bytes: 4000,
+            ..OutputLimits::DEFAULT
+        };
+        assert_eq!(
+            reserve(small),
+            Reserve {
+                lines: 25,
+                bytes: 1000
+            }
+        );
     }
 }

@@ -14,17 +14,24 @@
 //!    A command the sandbox stopped ([`ToolError::SandboxDenied`]) is run again outside it,
 //!    or not, in one place (`escalate.rs`): approval by a rule, the user, or a session's
 //!    "outside the sandbox" grant; never in the trusted mode.
-//! 6. **truncate** (`truncate.rs`): text over the tool's limits is cut (head, tail or
-//!    head+tail), the full text saved to a spill file, and a notice says what to do next.
+//! 6. **truncate** (`truncate.rs`): an output over the tool's limits is cut (head, tail or
+//!    head+tail), the full text saved to a spill file, and a notice says what to do next. The
+//!    limits hold for the whole output as a host shows it: every text block, the notice and
+//!    the link to the full text.
 //! 7. **diagnostics** ([`crate::lsp`]): when the call changed files a language server serves,
-//!    the changes go to the server and its diagnostics are appended (after truncation, so they
-//!    are never cut). This runs after the call left its session's lane and its worker slot, and
-//!    after the tool dropped its path locks: the wait (up to `[lsp] wait_ms`) holds up no other
-//!    call, and a change to the same file meanwhile is simply reported with it.
-//! 8. **after hooks**: may replace the output.
+//!    the changes go to the server and its diagnostics are appended, after truncation: stage 6
+//!    keeps room for them, and they are cut to what is left. This runs after the call left
+//!    its session's lane and its worker slot, and after the tool dropped its path locks: the
+//!    wait (up to `[lsp] wait_ms`) holds up no other call, and a change to the same file
+//!    meanwhile is simply reported with it.
+//! 8. **after hooks**: may replace the output, which is then cut to the limits like any.
 //!
 //! A panic inside a tool is caught and becomes a [`ToolError`]: a failing tool cannot take
-//! the server down. Tools never truncate, ask or log their results themselves, and never
+//! the server down. An output that reports a failure (`is_error`) gets the error marker,
+//! `Error (<tool>):`, as a first text block of its own ([`ToolOutput::mark_error`]) right
+//! after execute, so that it counts against the limits and no cut removes it, and again
+//! after the after hooks; a [`ToolError`] gets it where it becomes text
+//! ([`ToolError::to_output`]). Tools never truncate, ask or log their results themselves, and never
 //! call the permission stage.
 
 mod diagnostics;
@@ -201,27 +208,52 @@ async fn run_stages(
     if let Some(reason) = verdict.ask {
         permission::confirm_for_hook(tool.name(), &input, reason, ctx).await?;
     }
-    let output = execute(tool, args, ctx).await?;
+    let mut output = execute(tool, args, ctx).await?;
+    // Marked before truncation, so that the marker counts against the limits.
+    output.mark_error(tool.name());
     let changes = ctx.take_changes();
     let limits = limits_for(tool, ctx);
-    let output = if truncate::saves(&output, limits) {
-        // The full text goes to a spill file: file work, off the runtime.
-        ctx.blocking(move |ctx| Ok(truncate::apply(output, limits, ctx.env().spill())))
-            .await?
+    // The diagnostics of changed files come after truncation: room is kept for them.
+    let reserve = if changes.is_empty() {
+        truncate::Reserve::default()
     } else {
-        truncate::apply(output, limits, ctx.env().spill())
+        diagnostics::reserve(limits)
     };
+    let output = fit(output, limits, reserve, ctx).await?;
     let output = if changes.is_empty() {
         output
     } else {
-        diagnostics::after_change(ctx, changes, output).await
+        diagnostics::after_change(ctx, changes, output, limits).await
     };
     let call = HookCall {
         tool: tool.name(),
         input: &input,
         ctx,
     };
-    Ok(hooks::after(hooks, &call, output).await)
+    if hooks.is_empty() {
+        return Ok(output);
+    }
+    let mut output = hooks::after(hooks, &call, output).await;
+    // An after hook may have replaced the output, failed it or added to it: marked and cut
+    // like any.
+    output.mark_error(tool.name());
+    fit(output, limits, truncate::Reserve::default(), ctx).await
+}
+
+/// Stage 6 on an output: truncated to the limits less `reserve`, with the full text saved
+/// to a spill file off the runtime when anything is cut.
+async fn fit(
+    output: ToolOutput,
+    limits: crate::OutputLimits,
+    reserve: truncate::Reserve,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    if truncate::saves(&output, limits, reserve) {
+        ctx.blocking(move |ctx| Ok(truncate::apply(output, limits, ctx.env().spill(), reserve)))
+            .await
+    } else {
+        Ok(truncate::apply(output, limits, ctx.env().spill(), reserve))
+    }
 }
 
 /// The tool's output limits, lowered to what the session's client shows its model whole

@@ -15,7 +15,7 @@ use crate::permission::{Access, Approval};
 use crate::registry::ToolSource;
 use crate::testutil::TestWorkspace;
 use crate::tool::Tool;
-use crate::vocab::ToolFlags;
+use crate::vocab::{Content, ToolFlags};
 
 /// Arguments of the test tool.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -92,8 +92,30 @@ impl Tool for Probe {
                 Ok(ToolOutput::text("slept"))
             }
             "lines" => Ok(ToolOutput::text("x\n".repeat(5000))),
+            // Outputs that report a failure (`is_error`), as `web_fetch` and `bash` make them.
+            "fail" => Ok(failed(vec![Content::Text("HTTP 404 Not Found".into())])),
+            "fail_long" => Ok(failed(vec![
+                Content::Long(crate::output::LongText::complete("out 1\nout 2\n".into())),
+                Content::Text("[timed out after 1.0 s]".into()),
+            ])),
+            "fail_marked" => Ok(failed(vec![Content::Text(
+                "Error (probe): said so already".into(),
+            )])),
+            "fail_image" => Ok(failed(vec![Content::Image {
+                data: vec![1],
+                mime_type: "image/png".into(),
+            }])),
             other => Ok(ToolOutput::text(format!("echo {other}"))),
         }
+    }
+}
+
+/// An output that reports a failure.
+fn failed(content: Vec<Content>) -> ToolOutput {
+    ToolOutput {
+        content,
+        is_error: true,
+        ..ToolOutput::default()
     }
 }
 
@@ -148,7 +170,8 @@ async fn schema_errors_name_the_field_and_validate_can_correct_or_refuse() {
     let ws = workspace_with(Probe::default());
     let err = ws.call("probe", json!({"action": 5})).await.unwrap_err();
     assert!(matches!(err, ToolError::InvalidArguments { .. }));
-    assert!(err.to_string().starts_with("invalid arguments for `probe`: field `action`: invalid type: integer `5`, expected a string"), "{err}");
+    let text = err.to_output("probe").joined_text();
+    assert!(text.starts_with("Error (probe): invalid arguments: field `action`: invalid type: integer `5`, expected a string"), "{text}");
     assert_eq!(
         ws.text("probe", json!({"action": "  hi  "})).await,
         "echo hi"
@@ -377,6 +400,27 @@ async fn output_is_truncated_by_the_pipeline() {
     let truncation = out.truncated.clone().expect("5000 lines is over the limit");
     assert_eq!(truncation.cut.total_lines, 5000);
     assert!(out.joined_text().lines().count() <= 2000);
+}
+
+#[tokio::test]
+async fn what_an_after_hook_adds_is_cut_to_the_limits_too() {
+    // See: issue 38. An after hook's replacement counts like any output.
+    let loud = TestHook {
+        before: BeforeHook::Continue,
+        after: Some("a hook's note\n".repeat(3000)),
+        fail: false,
+    };
+    let out = with_hook(loud, json!({"action": "lines"})).await.unwrap();
+    crate::testutil::assert_fits(&out, crate::OutputLimits::DEFAULT);
+    assert!(out.joined_text().starts_with("a hook's note\n"));
+    let quiet = TestHook {
+        before: BeforeHook::Continue,
+        after: Some("a hook's note\n".into()),
+        fail: false,
+    };
+    let out = with_hook(quiet, json!({"action": "a"})).await.unwrap();
+    assert_eq!(out.joined_text(), "a hook's note\necho a");
+    assert_eq!(out.truncated, None);
 }
 
 fn audited(
@@ -798,4 +842,119 @@ async fn inline_tools_run_on_the_runtime_and_move_to_a_worker_only_when_they_wou
     let (call, rest) = text.split_once(' ').unwrap();
     assert_ne!(call, here);
     assert_eq!(rest, format!("{call} nowait=false attempts=1"));
+}
+
+/// What the model reads for a call: the output's text, or the error's ([`ToolError::to_output`]),
+/// which must say it failed.
+async fn model_reads(ws: &TestWorkspace, ctx: &ToolContext, tool: &str, args: Value) -> String {
+    let report = run(&ws.registry, tool, args, ctx).await.unwrap();
+    let output = match report.result {
+        Ok(output) => output,
+        Err(err) => err.to_output(tool),
+    };
+    assert!(
+        output.is_error,
+        "{tool} did not fail: {}",
+        output.joined_text()
+    );
+    output.joined_text()
+}
+
+#[tokio::test]
+async fn every_kind_of_error_starts_with_the_marker_naming_the_tool() {
+    // See: issue 38, hosts that forward a result's text without its isError flag.
+    let mut seen = Vec::new();
+    let mut say = |kind: &str, text: String| seen.push(format!("## {kind}\n{text}"));
+
+    let ws = workspace_with(Probe::default());
+    let ctx = ws.ctx();
+    let call = |tool: &'static str, args: Value| model_reads(&ws, &ctx, tool, args);
+    say(
+        "invalid arguments",
+        call("probe", json!({"action": 5})).await,
+    );
+    say(
+        "validation",
+        call("probe", json!({"action": "invalid"})).await,
+    );
+    say(
+        "unknown path",
+        call("read", json!({"path": "nope.txt"})).await,
+    );
+    say(
+        "the tool's own failure",
+        call("grep", json!({"pattern": "a("})).await,
+    );
+    say(
+        "a panicking tool",
+        call("probe", json!({"action": "panic"})).await,
+    );
+    say(
+        "a failed output",
+        call("probe", json!({"action": "fail"})).await,
+    );
+    say(
+        "a failed command output",
+        call("probe", json!({"action": "fail_long"})).await,
+    );
+    say(
+        "already marked",
+        call("probe", json!({"action": "fail_marked"})).await,
+    );
+    say(
+        "no text",
+        call("probe", json!({"action": "fail_image"})).await,
+    );
+    let outside_dir = ws.outside().display().to_string();
+    let outside = ws.outside().join("f.txt").display().to_string();
+    say(
+        "path outside the roots, declined",
+        call("probe", json!({"action": "x", "path": outside})).await,
+    );
+    let cancelled = ws.ctx();
+    cancelled.cancellation().cancel();
+    say(
+        "cancelled",
+        model_reads(&ws, &cancelled, "probe", json!({"action": "sleep"})).await,
+    );
+
+    let block = TestHook {
+        before: BeforeHook::Block("no probing on Fridays".into()),
+        after: None,
+        fail: false,
+    };
+    let err = with_hook(block, json!({"action": "a"})).await.unwrap_err();
+    say("hook block", err.to_output("probe").joined_text());
+
+    let budget = crate::config::Budget {
+        max_calls: Some(0),
+        max_tool_seconds: None,
+    };
+    let (ws, _log, _dir) = audited(budget, crate::Policy::default());
+    say(
+        "budget",
+        model_reads(&ws, &ws.ctx(), "probe", json!({"action": "a"})).await,
+    );
+
+    let (ws, _log, _dir) = audited(
+        crate::config::Budget::default(),
+        crate::Policy::new(crate::Mode::ReadOnly),
+    );
+    say(
+        "read-only mode",
+        model_reads(&ws, &ws.ctx(), "probe", json!({"action": "a"})).await,
+    );
+
+    let ws = workspace_with(Probe {
+        disabled: true,
+        ..Probe::default()
+    });
+    say(
+        "not offered",
+        model_reads(&ws, &ws.ctx(), "probe", json!({"action": "a"})).await,
+    );
+
+    insta::with_settings!({filters => vec![(outside_dir.as_str(), "[OUTSIDE]")]}, {
+        insta::assert_snapshot!(seen.join("\n\n"));
+    });
 }

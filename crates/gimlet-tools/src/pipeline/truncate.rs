@@ -3,8 +3,12 @@
 //! [`truncate_text`] is pure: it keeps the head, the tail, or both ends of a text so that the
 //! kept text *plus the notice that [`apply`] adds* fits the limits, cuts only at line ends
 //! (or, for a single overlong line, at a character boundary), and reports a [`Cut`] exactly
-//! when it removed something. [`apply`] saves the full text to a spill file and writes the
-//! notice: how much was cut, where the full output is, and what to do next.
+//! when it removed something. [`apply`] fits the whole output, as a client shows it to the
+//! model ([`Shown`]: every text block, a command's status footer and notes, the error marker,
+//! the link to the full output), within the limits: it cuts the largest text to the room the
+//! rest leaves, saves the full text to a spill file and writes the notice: how much was cut,
+//! where the full output is, and what to do next. A host that keeps only the first 2000
+//! lines of a result then still shows the footer and the notice (issue 38).
 
 use crate::output::{LongText, count_lines};
 use crate::spill::{SpillFile, SpillStore};
@@ -23,12 +27,31 @@ pub fn truncate_text(text: &str, limits: OutputLimits) -> (String, Option<Cut>) 
     if fits(text, limits) {
         return (text.to_owned(), None);
     }
+    let (kept, cut) = cut_to(text, limits);
+    (kept, Some(cut))
+}
+
+/// What the kept text of a cut may take of `limits`: the rest is for the notice and the
+/// middle marker.
+fn kept_room(limits: OutputLimits) -> OutputLimits {
+    OutputLimits {
+        max_lines: limits.max_lines.saturating_sub(NOTICE_LINES).max(1),
+        max_bytes: limits
+            .max_bytes
+            .saturating_sub(NOTICE_BYTES.min(limits.max_bytes / 2)),
+        mode: limits.mode,
+    }
+}
+
+/// Cuts `text` to what [`kept_room`] leaves of `limits`, whether or not it fits them.
+fn cut_to(text: &str, limits: OutputLimits) -> (String, Cut) {
     let total_bytes = text.len();
     let total_lines = count_lines(text);
-    let line_budget = limits.max_lines.saturating_sub(NOTICE_LINES).max(1);
-    let byte_budget = limits
-        .max_bytes
-        .saturating_sub(NOTICE_BYTES.min(limits.max_bytes / 2));
+    let OutputLimits {
+        max_lines: line_budget,
+        max_bytes: byte_budget,
+        ..
+    } = kept_room(limits);
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let (head, tail) = match limits.mode {
         TruncationMode::Head => (take_head(&lines, line_budget, byte_budget), Kept::default()),
@@ -67,7 +90,7 @@ pub fn truncate_text(text: &str, limits: OutputLimits) -> (String, Option<Cut>) 
         ));
     }
     kept.push_str(&text[total_bytes - tail.bytes..]);
-    (kept, Some(cut))
+    (kept, cut)
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -159,67 +182,184 @@ fn in_memory(long: &LongText) -> bool {
     long.spill.is_none() && long.tail.is_empty()
 }
 
-/// Whether [`apply`] will save a spill file for this output: whether it is file work.
-pub(super) fn saves(output: &ToolOutput, limits: OutputLimits) -> bool {
-    output.content.iter().any(|block| match block {
-        Content::Text(text) => !fits(text, limits),
-        Content::Long(long) => in_memory(long) && !fits(&long.head, limits),
-        Content::Image { .. } | Content::ResourceLink { .. } => false,
-    })
+/// Room kept free by the truncation stage for what a later stage appends (the diagnostics of
+/// a call that changed files).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Reserve {
+    /// Lines kept free.
+    pub(crate) lines: usize,
+    /// Bytes kept free.
+    pub(crate) bytes: usize,
 }
 
-/// Truncates every text block of an output, saving the full text and adding a notice and a
-/// resource link when anything was cut. A [`Content::Long`] already has its spill file; its
-/// kept ends are cut to the limits the same way.
+/// The size of an output as a client shows it to the model: its text blocks joined by line
+/// breaks, and a line of text for each resource link (hosts that cannot follow a link show
+/// its name and URI). The joined text is at least as long, in lines and in bytes, as the
+/// blocks put end to end, so it bounds both ways a host may join them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Shown {
+    /// Lines, as `str::lines` counts them in the joined text.
+    pub(crate) lines: usize,
+    /// Bytes.
+    pub(crate) bytes: usize,
+    pieces: usize,
+    newlines: usize,
+    ends_with_newline: bool,
+}
+
+/// Bytes a resource link is counted as beyond its name and URI (a host's words around them).
+const LINK_FRAMING: usize = 32;
+/// Room kept for the link to a spill file that a cut adds (its name, URI and framing).
+const LINK_RESERVE: Shown = Shown {
+    // A line of its own, and a blank one before it when the text before ends a line.
+    lines: 2,
+    bytes: 160,
+    pieces: 1,
+    newlines: 0,
+    ends_with_newline: false,
+};
+
+impl Shown {
+    /// The size of the output's content as shown.
+    pub(crate) fn of(content: &[Content]) -> Self {
+        let mut shown = Self::default();
+        for block in content {
+            shown.push_block(block);
+        }
+        shown
+    }
+
+    fn push_block(&mut self, block: &Content) {
+        match block {
+            Content::Text(text) => self.push(text),
+            // A long output is shown as its head (and tail): both count.
+            Content::Long(long) if in_memory(long) => self.push(&long.head),
+            Content::Long(long) => {
+                self.push(&long.head);
+                self.extend(
+                    long.tail.len(),
+                    count_newlines(&long.tail),
+                    long.tail.ends_with('\n'),
+                );
+            }
+            Content::ResourceLink { uri, name, .. } => {
+                self.push_piece(name.len() + uri.len() + LINK_FRAMING, 0, false);
+            }
+            Content::Image { .. } => {}
+        }
+    }
+
+    fn push(&mut self, text: &str) {
+        self.push_piece(text.len(), count_newlines(text), text.ends_with('\n'));
+    }
+
+    /// One more block, joined to the others by a line break.
+    fn push_piece(&mut self, bytes: usize, newlines: usize, ends_with_newline: bool) {
+        if self.pieces > 0 {
+            self.bytes += 1;
+            self.newlines += 1;
+            self.ends_with_newline = true;
+        }
+        self.pieces += 1;
+        self.extend(bytes, newlines, ends_with_newline);
+    }
+
+    /// More text at the end of the last block.
+    fn extend(&mut self, bytes: usize, newlines: usize, ends_with_newline: bool) {
+        self.bytes += bytes;
+        self.newlines += newlines;
+        if bytes > 0 {
+            self.ends_with_newline = ends_with_newline;
+        }
+        self.lines = self.newlines + usize::from(self.bytes > 0 && !self.ends_with_newline);
+    }
+
+    /// Whether it fits within `room`.
+    pub(crate) fn within(self, room: Shown) -> bool {
+        self.lines <= room.lines && self.bytes <= room.bytes
+    }
+
+    /// The room left in `limits` after this, less `reserve`.
+    pub(crate) fn room_left(self, limits: OutputLimits, reserve: Reserve) -> Shown {
+        Shown {
+            lines: limits
+                .max_lines
+                .saturating_sub(reserve.lines)
+                .saturating_sub(self.lines),
+            bytes: limits
+                .max_bytes
+                .saturating_sub(reserve.bytes)
+                .saturating_sub(self.bytes),
+            ..Shown::default()
+        }
+    }
+}
+
+fn count_newlines(text: &str) -> usize {
+    memchr::memchr_iter(b'\n', text.as_bytes()).count()
+}
+
+/// The room the limits leave for the output, less `reserve`.
+fn room(limits: OutputLimits, reserve: Reserve) -> Shown {
+    Shown::default().room_left(limits, reserve)
+}
+
+/// Whether [`apply`] may save a spill file for this output: whether it is file work. A text
+/// in memory is saved when it is cut: when the output does not fit, or when a long output
+/// that outgrew memory (always cut, its notice added) might push it over.
+pub(super) fn saves(output: &ToolOutput, limits: OutputLimits, reserve: Reserve) -> bool {
+    let (mut in_memory_text, mut spilled) = (false, false);
+    for block in &output.content {
+        match block {
+            Content::Text(_) => in_memory_text = true,
+            Content::Long(long) if in_memory(long) => in_memory_text = true,
+            Content::Long(_) => spilled = true,
+            Content::Image { .. } | Content::ResourceLink { .. } => {}
+        }
+    }
+    in_memory_text && (spilled || !Shown::of(&output.content).within(room(limits, reserve)))
+}
+
+/// Truncates an output so that all of it as a client shows it (its text blocks joined, a
+/// line per resource link: [`Shown`]) fits the limits, less `reserve`: the truncation notice,
+/// a command's status footer and notes, the link to the full output and the marker of a
+/// failed output all count. The largest text block is cut (a [`Content::Long`] that outgrew
+/// memory always is, and first), to the room the other blocks leave it; should that not be
+/// enough, the next largest, and so on. A cut saves the full text to a spill file (a
+/// `Content::Long` already has its own), adds a notice saying what was cut and how to go on,
+/// and a resource link to the full text.
+///
+/// The result fits whenever the limits leave room for a notice (about 8 lines and 1,300
+/// bytes beside the other blocks); below that, the notice still comes whole.
 pub(super) fn apply(
     mut output: ToolOutput,
     limits: OutputLimits,
     spill: &SpillStore,
+    reserve: Reserve,
 ) -> ToolOutput {
+    let room = room(limits, reserve);
+    let mut done = vec![false; output.content.len()];
     let mut links = Vec::new();
-    for block in &mut output.content {
-        let (shown, truncation) = match block {
-            // Most outputs fit: no copy made to find that out.
-            Content::Text(text) if fits(text, limits) => continue,
-            Content::Text(text) => {
-                let (kept, Some(cut)) = truncate_text(text, limits) else {
-                    continue;
-                };
-                let saved = spill.save(text);
-                if let Err(err) = &saved {
-                    tracing::warn!("could not save the full output: {err}");
-                }
-                (
-                    kept,
-                    Truncation {
-                        mode: limits.mode,
-                        cut,
-                        spill: saved.ok(),
-                    },
-                )
-            }
-            Content::Long(long) => match cut_long(long, limits, spill) {
-                Some(cut) => cut,
-                None => {
-                    *block = Content::Text(std::mem::take(&mut long.head));
-                    continue;
-                }
-            },
-            Content::Image { .. } | Content::ResourceLink { .. } => continue,
+    loop {
+        let mut shown = Shown::of(&output.content);
+        for link in &links {
+            shown.push_block(link);
+        }
+        let Some(index) = next_to_cut(&output.content, &done, shown.within(room)) else {
+            break;
         };
-        let notice = notice(
+        done[index] = true;
+        let budget = budget_for(&output.content, &links, index, room, limits.mode);
+        let Some((text, truncation)) = cut_block(
+            &mut output.content[index],
+            budget,
+            spill,
             limits,
-            &truncation.cut,
-            truncation.spill.as_ref(),
             output.page,
-        );
-        *block = Content::Text(match limits.mode {
-            TruncationMode::Tail => format!("{notice}\n\n{shown}"),
-            TruncationMode::Head | TruncationMode::HeadTail => {
-                let separator = if shown.ends_with('\n') { "\n" } else { "\n\n" };
-                format!("{shown}{separator}{notice}")
-            }
-        });
+        ) else {
+            continue;
+        };
+        output.content[index] = Content::Text(text);
         if let Some(file) = &truncation.spill {
             links.push(Content::ResourceLink {
                 uri: file.uri(),
@@ -229,8 +369,111 @@ pub(super) fn apply(
         }
         output.truncated = Some(truncation);
     }
+    // What fitted in memory and was not cut is shown whole.
+    for block in &mut output.content {
+        if let Content::Long(long) = block
+            && in_memory(long)
+        {
+            *block = Content::Text(std::mem::take(&mut long.head));
+        }
+    }
     output.content.extend(links);
     output
+}
+
+/// The block to cut next, if any: a long output that outgrew memory (always cut), else,
+/// when the output does not `fit`, the largest text not cut yet.
+fn next_to_cut(content: &[Content], done: &[bool], fit: bool) -> Option<usize> {
+    let left = || content.iter().enumerate().filter(|(i, _)| !done[*i]);
+    if let Some((i, _)) =
+        left().find(|(_, block)| matches!(block, Content::Long(long) if !in_memory(long)))
+    {
+        return Some(i);
+    }
+    if fit {
+        return None;
+    }
+    left()
+        .filter_map(|(i, block)| match block {
+            Content::Text(text) => Some((i, text.len())),
+            Content::Long(long) => Some((i, long.head.len())),
+            Content::Image { .. } | Content::ResourceLink { .. } => None,
+        })
+        .max_by_key(|&(i, bytes)| (bytes, std::cmp::Reverse(i)))
+        .map(|(i, _)| i)
+}
+
+/// The limits for block `index`: the room the other blocks (this one empty), the links so
+/// far and one more link leave it.
+fn budget_for(
+    content: &[Content],
+    links: &[Content],
+    index: usize,
+    room: Shown,
+    mode: TruncationMode,
+) -> OutputLimits {
+    let mut others = Shown::default();
+    for (i, block) in content.iter().enumerate() {
+        if i == index {
+            others.push("");
+        } else {
+            others.push_block(block);
+        }
+    }
+    for link in links {
+        others.push_block(link);
+    }
+    OutputLimits {
+        max_lines: room
+            .lines
+            .saturating_sub(others.lines + LINK_RESERVE.lines)
+            .max(1),
+        max_bytes: room
+            .bytes
+            .saturating_sub(others.bytes + 1 + LINK_RESERVE.bytes)
+            .max(1),
+        mode,
+    }
+}
+
+/// Cuts one block to `budget`: the kept text with its notice, and what was cut; `None` when
+/// it fits whole. A text is saved to a spill file first.
+fn cut_block(
+    block: &mut Content,
+    budget: OutputLimits,
+    spill: &SpillStore,
+    limits: OutputLimits,
+    page: Option<FilePage>,
+) -> Option<(String, Truncation)> {
+    let (shown, truncation) = match block {
+        Content::Text(text) => {
+            let (kept, cut) = truncate_text(text, budget);
+            let cut = cut?;
+            let saved = spill.save(text);
+            if let Err(err) = &saved {
+                tracing::warn!("could not save the full output: {err}");
+            }
+            (
+                kept,
+                Truncation {
+                    mode: limits.mode,
+                    cut,
+                    spill: saved.ok(),
+                },
+            )
+        }
+        Content::Long(long) => cut_long(long, budget, spill)?,
+        Content::Image { .. } | Content::ResourceLink { .. } => return None,
+    };
+    let notice = notice(limits, &truncation.cut, truncation.spill.as_ref(), page);
+    let text = match limits.mode {
+        TruncationMode::Tail => format!("{notice}\n\n{shown}"),
+        TruncationMode::Head | TruncationMode::HeadTail => {
+            let separator = if shown.ends_with('\n') { "\n" } else { "\n\n" };
+            format!("{shown}{separator}{notice}")
+        }
+    };
+    Some((text, truncation))
 }
 
 /// The shown part of a large output, or `None` when it fits whole.
@@ -271,6 +514,10 @@ fn cut_long(
                     TruncationMode::Head => &text[..text.rfind('\n').map_or(0, |i| i + 1)],
                     TruncationMode::Tail | TruncationMode::HeadTail => text,
                 };
+                if !fits(whole, kept_room(limits)) {
+                    // It fits, but not with the notice.
+                    return cut_to(whole, limits);
+                }
                 let lines = whole.split_inclusive('\n').count();
                 (
                     whole.to_owned(),
@@ -332,9 +579,11 @@ fn head_and_tail(
     total_lines: usize,
     total_bytes: usize,
 ) -> (String, Cut) {
+    // Each end gets half of what the notice and the middle marker leave, cut or not.
+    let kept = kept_room(limits);
     let half = OutputLimits {
-        max_lines: limits.max_lines / 2,
-        max_bytes: limits.max_bytes / 2,
+        max_lines: kept.max_lines / 2,
+        max_bytes: kept.max_bytes / 2,
         ..limits
     };
     let (head, head_cut) = truncate_text(

@@ -17,12 +17,17 @@
 //! working tree found below it ([`Place::Top`]), or inside every git directory: a working
 //! tree's `.git`, a linked worktree's private directory, a submodule's directory under
 //! `.git/modules` ([`Place::GitDir`]). The file tools match the top-level names at any depth.
+//!
+//! Names are compared as the file system compares them ([`NameMatching`]): on macOS and
+//! Windows `.GIT/HOOKS/pre-commit` and `.Vscode/settings.json` are protected as their
+//! lower-case spellings are, since they name the same files; on Linux they are other names.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
+use crate::fs::NameMatching;
 use crate::util::MutexExt as _;
 
 /// Where a protected entry applies.
@@ -169,6 +174,8 @@ const NOT_SEARCHED: &[&str] = &["node_modules", "target", ".venv", "venv", "__py
 #[derive(Debug, Clone)]
 pub struct Protected {
     extra: Vec<String>,
+    /// How names compare: the patterns and the paths matched against them are folded so.
+    matching: NameMatching,
     /// The patterns compiled on first use, shared by clones: compiling them is a regex build,
     /// which a server that never writes does not need to pay for, or keep, at start.
     globs: std::sync::Arc<std::sync::OnceLock<GlobSet>>,
@@ -202,12 +209,30 @@ impl Protected {
             .collect();
         Self {
             extra,
+            matching: NameMatching::native(),
             globs: std::sync::Arc::default(),
         }
     }
 
-    /// The built-in entries and the configured ones as one set of patterns.
-    fn compile(extra: &[String]) -> GlobSet {
+    /// The same list, its names compared as `matching` says (default: this system's,
+    /// [`NameMatching::native`]).
+    #[must_use]
+    pub fn with_matching(mut self, matching: NameMatching) -> Self {
+        if matching != self.matching {
+            self.matching = matching;
+            self.globs = std::sync::Arc::default();
+        }
+        self
+    }
+
+    /// How names are compared.
+    pub fn matching(&self) -> NameMatching {
+        self.matching
+    }
+
+    /// The built-in entries and the configured ones as one set of patterns, folded as
+    /// `matching` compares names (the built-in ones are lower-case ASCII already).
+    fn compile(extra: &[String], matching: NameMatching) -> GlobSet {
         let mut builder = GlobSetBuilder::new();
         let mut add = |pattern: String| {
             if let Ok(glob) = Glob::new(&pattern) {
@@ -232,7 +257,7 @@ impl Protected {
             }
         }
         for path in extra {
-            let path = escape_glob(path);
+            let path = escape_glob(&matching.fold_pattern(path));
             add(format!("**/{path}"));
             add(format!("**/{path}/**"));
         }
@@ -245,11 +270,11 @@ impl Protected {
     }
 
     /// Whether a path relative to a root is protected (for the file tools: top-level names
-    /// count at any depth).
+    /// count at any depth), its names compared as [`Self::matching`] says.
     pub fn matches(&self, relative: &Path) -> bool {
         self.globs
-            .get_or_init(|| Self::compile(&self.extra))
-            .is_match(relative)
+            .get_or_init(|| Self::compile(&self.extra, self.matching))
+            .is_match(self.matching.fold_path(relative))
     }
 
     fn top_entries(&self) -> impl Iterator<Item = &str> {
@@ -718,6 +743,103 @@ mod tests {
             "config",
         ] {
             assert!(!protected.matches(Path::new(plain)), "{plain}");
+        }
+    }
+
+    /// Spellings of protected paths that name them on a volume that ignores case.
+    const CASED: &[&str] = &[
+        ".GIT/HOOKS/pre-commit",
+        ".Git/config",
+        ".git/Hooks/post-checkout",
+        "sub/.GIT/CONFIG",
+        ".VSCODE/settings.json",
+        ".Vscode",
+        ".Husky/pre-commit",
+        ".GITMODULES",
+        ".Gimlet.toml",
+        "deep/.ENVRC",
+        ".Claude/settings.json",
+        ".GIT/worktrees/x/GITDIR",
+        ".git/MODULES/a/Config",
+        "Makefile.LOCAL",
+    ];
+
+    #[test]
+    fn where_names_ignore_case_every_spelling_of_an_entry_is_protected() {
+        let extra = || [String::from("Makefile.local")];
+        for matching in [NameMatching::MacOs, NameMatching::Windows] {
+            let protected = Protected::new(extra()).with_matching(matching);
+            for path in CASED {
+                assert!(protected.matches(Path::new(path)), "{matching:?} {path}");
+            }
+            for plain in [
+                ".GIT/HEAD",
+                "SRC/main.rs",
+                ".GITIGNORE",
+                "Hooks/x",
+                "CONFIG",
+            ] {
+                assert!(!protected.matches(Path::new(plain)), "{matching:?} {plain}");
+            }
+        }
+        // On Linux `.GIT` is another name than `.git` (and git looks for `.git` only).
+        let exact = Protected::new(extra()).with_matching(NameMatching::Exact);
+        for path in CASED {
+            assert!(!exact.matches(Path::new(path)), "{path}");
+        }
+    }
+
+    #[test]
+    fn names_the_win32_layer_or_hfs_plus_open_as_an_entry_are_protected() {
+        let windows = Protected::default().with_matching(NameMatching::Windows);
+        let macos = Protected::default().with_matching(NameMatching::MacOs);
+        let exact = Protected::default().with_matching(NameMatching::Exact);
+        let windows_only = [
+            ".vscode./settings.json",
+            ".Gimlet.toml::$DATA",
+            ".git /hooks/x",
+            ".gıt/config",
+        ];
+        for path in windows_only.iter().chain(&[".huſky/x"]) {
+            assert!(windows.matches(Path::new(path)), "{path}");
+            assert!(!exact.matches(Path::new(path)), "{path}");
+        }
+        for path in [".g\u{200c}it/hooks/x", ".mcp\u{feff}.json", ".huſky/x"] {
+            assert!(macos.matches(Path::new(path)), "{path}");
+            assert!(!exact.matches(Path::new(path)), "{path}");
+        }
+    }
+
+    #[test]
+    fn a_configured_entry_matches_in_either_normalisation_on_macos_only() {
+        let nfc = "caf\u{e9}";
+        let nfd = "cafe\u{301}";
+        for (entry, path) in [(nfc, nfd), (nfd, nfc)] {
+            let path = format!("{path}/notes.txt");
+            let macos = Protected::new([entry.to_owned()]).with_matching(NameMatching::MacOs);
+            assert!(macos.matches(Path::new(&path)), "{entry:?} {path:?}");
+            assert!(macos.matches(Path::new(&path.to_uppercase())), "{path:?}");
+            // NTFS and Linux keep the two forms apart: two files.
+            for other in [NameMatching::Windows, NameMatching::Exact] {
+                let protected = Protected::new([entry.to_owned()]).with_matching(other);
+                assert!(!protected.matches(Path::new(&path)), "{other:?} {path:?}");
+                assert!(
+                    protected.matches(Path::new(&format!("{entry}/x"))),
+                    "{other:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_built_in_entries_are_spelled_as_they_fold() {
+        for entry in BUILTIN {
+            for matching in [NameMatching::MacOs, NameMatching::Windows] {
+                assert_eq!(
+                    matching.fold_path(Path::new(entry.path)),
+                    Path::new(entry.path)
+                );
+            }
         }
     }
 

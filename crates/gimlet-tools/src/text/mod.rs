@@ -4,17 +4,22 @@
 //! A [`Document`] keeps the original bytes, the BOM, and each line's own ending. Matching runs
 //! on the *normalized* text (BOM removed, every `\r\n` as `\n`); offsets found there are mapped
 //! back to the original with [`Document::original_offset`], so a replacement touches exactly
-//! the matched bytes. Inserted line breaks take the file's dominant ending.
+//! the matched bytes. Inserted line breaks take the file's dominant ending. A UTF-16 file (told
+//! by its BOM, see [`Encoding`]) is decoded to the same kind of text and written back in its own
+//! byte order.
 
 mod diff;
+mod encoding;
 mod matcher;
 
 pub(crate) use diff::{DiffStats, render_diff};
+pub(crate) use encoding::{ByteOrder, Encoding, Utf16Fault, Utf32};
 pub(crate) use matcher::{
     LINE_LEVELS, Lines, Window, closest, find_windows, insertion, window_edits_kept,
 };
 pub(crate) use matcher::{MatchError, MatchLevel, find_replacement};
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// A line ending.
@@ -30,18 +35,53 @@ const BOM: &str = "\u{feff}";
 
 /// Why a file cannot be edited as text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "the file is not valid UTF-8 (byte 0x{byte:02X} at offset {offset}, line {line}); gimlet edits \
-     UTF-8 text only and will not rewrite it with replacement characters. Convert it first (e.g. \
-     `iconv -f latin1 -t utf-8`), or change it with a command"
-)]
-pub(crate) struct EncodingError {
-    /// The first invalid byte.
-    pub byte: u8,
-    /// Its offset in the file.
-    pub offset: usize,
-    /// Its 1-based line.
-    pub line: usize,
+pub(crate) enum EncodingError {
+    /// Not valid UTF-8 (and no UTF-16 BOM).
+    #[error(
+        "the file is not valid UTF-8 (byte 0x{byte:02X} at offset {offset}, line {line}); gimlet \
+         edits UTF-8 and UTF-16 text only and will not rewrite it with replacement characters. \
+         Convert it first (e.g. `iconv -f latin1 -t utf-8`), or change it with a command"
+    )]
+    Utf8 {
+        /// The first invalid byte.
+        byte: u8,
+        /// Its offset in the file.
+        offset: usize,
+        /// Its 1-based line.
+        line: usize,
+    },
+    /// A UTF-16 BOM, and then not valid UTF-16.
+    #[error(
+        "the file starts with a {encoding} byte-order mark but is not valid {encoding} ({}, at \
+         offset {}, line {}); gimlet will not rewrite it with replacement characters. Fix it \
+         with a command, or replace the whole file with `write`",
+        fault.problem,
+        fault.offset,
+        fault.line
+    )]
+    Utf16 {
+        /// `Encoding::Utf16` in the file's byte order.
+        encoding: Encoding,
+        /// What is wrong, and where.
+        fault: Utf16Fault,
+    },
+    /// A UTF-32 BOM.
+    #[error(
+        "the file is {0}; gimlet reads and edits UTF-8 and UTF-16 text only. Convert it first \
+         (e.g. `iconv -f UTF-32 -t UTF-8`), or change it with a command"
+    )]
+    Utf32(Utf32),
+}
+
+impl EncodingError {
+    /// The encoding a replacement of the whole file is written in: UTF-16 when the file
+    /// announced it, else UTF-8 (gimlet writes no UTF-32).
+    pub(crate) fn encoding(&self) -> Encoding {
+        match self {
+            Self::Utf16 { encoding, .. } => *encoding,
+            Self::Utf8 { .. } | Self::Utf32(_) => Encoding::Utf8,
+        }
+    }
 }
 
 /// A text file, decoded.
@@ -55,6 +95,8 @@ pub(crate) struct Document {
     /// Normalized offsets of the `\n`s that were `\r\n` in the original, ascending.
     crlf_at: Vec<usize>,
     bom: bool,
+    /// How the text is stored; a UTF-16 document always has its BOM.
+    encoding: Encoding,
 }
 
 impl fmt::Debug for Document {
@@ -62,28 +104,45 @@ impl fmt::Debug for Document {
         f.debug_struct("Document")
             .field("bytes", &self.original.len())
             .field("bom", &self.bom)
+            .field("encoding", &self.encoding)
             .finish_non_exhaustive()
     }
 }
 
 impl Document {
-    /// Decodes bytes; refuses invalid UTF-8.
+    /// Decodes bytes: UTF-16 when a UTF-16 BOM starts them, else UTF-8. Refuses what is not
+    /// valid in its encoding, and UTF-32.
     pub(crate) fn decode(bytes: Vec<u8>) -> Result<Self, EncodingError> {
-        let original = String::from_utf8(bytes).map_err(|err| {
-            let offset = err.utf8_error().valid_up_to();
-            let bytes = err.as_bytes();
-            let line = memchr::memchr_iter(b'\n', &bytes[..offset]).count() + 1;
-            EncodingError {
-                byte: bytes[offset],
-                offset,
-                line,
-            }
-        })?;
-        Ok(Self::from_text(original))
+        let encoding = Encoding::sniff(&bytes).map_err(EncodingError::Utf32)?;
+        let original = match encoding {
+            Encoding::Utf8 => String::from_utf8(bytes).map_err(|err| {
+                let offset = err.utf8_error().valid_up_to();
+                let bytes = err.as_bytes();
+                let line = memchr::memchr_iter(b'\n', &bytes[..offset]).count() + 1;
+                EncodingError::Utf8 {
+                    byte: bytes[offset],
+                    offset,
+                    line,
+                }
+            })?,
+            Encoding::Utf16(order) => order
+                .decode(&bytes)
+                .map_err(|fault| EncodingError::Utf16 { encoding, fault })?,
+        };
+        Ok(Self::from_text_in(original, encoding))
     }
 
-    /// A document of valid text.
+    /// A document of valid text, stored as UTF-8.
     pub(crate) fn from_text(original: String) -> Self {
+        Self::from_text_in(original, Encoding::Utf8)
+    }
+
+    /// A document of valid text, stored in `encoding`. UTF-16 text gets a BOM if it has none:
+    /// without one, the file would not be read back as UTF-16.
+    pub(crate) fn from_text_in(mut original: String, encoding: Encoding) -> Self {
+        if matches!(encoding, Encoding::Utf16(_)) && !original.starts_with(BOM) {
+            original.insert_str(0, BOM);
+        }
         let bom = original.starts_with(BOM);
         let body = if bom {
             &original[BOM.len()..]
@@ -111,12 +170,24 @@ impl Document {
             normalized,
             crlf_at,
             bom,
+            encoding,
         }
     }
 
     /// The original text.
+    #[cfg(test)]
     pub(crate) fn original(&self) -> &str {
         &self.original
+    }
+
+    /// How the file stores its text.
+    pub(crate) fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// The file's bytes: the original text in the document's encoding.
+    pub(crate) fn bytes(&self) -> Cow<'_, [u8]> {
+        self.encoding.encode(&self.original)
     }
 
     /// The normalized text: no BOM, `\n` line endings.
@@ -124,7 +195,7 @@ impl Document {
         self.normalized.as_deref().unwrap_or(&self.original)
     }
 
-    /// Whether the file starts with a UTF-8 BOM.
+    /// Whether the file starts with a BOM (always, for UTF-16).
     pub(crate) fn has_bom(&self) -> bool {
         self.bom
     }
@@ -172,20 +243,22 @@ impl Document {
     }
 }
 
-/// Writes `text` (with `\n` breaks) in the style of `like`: its dominant ending and its BOM.
-/// Used by `write` so that overwriting a CRLF file with LF text keeps it CRLF.
-pub(crate) fn in_style_of(like: &Document, text: &str) -> String {
+/// `text` (with `\n` breaks) in the style of `like`: its dominant ending, its BOM and its
+/// encoding. Used by `write` so that overwriting a CRLF file with LF text keeps it CRLF, and a
+/// UTF-16 file UTF-16.
+pub(crate) fn in_style_of(like: &Document, text: &str) -> Document {
     let body = text.strip_prefix(BOM).unwrap_or(text);
     let body = if body.contains('\r') || like.dominant_ending() == Ending::Lf {
         body.to_owned()
     } else {
         body.replace('\n', "\r\n")
     };
-    if like.has_bom() {
+    let text = if like.has_bom() {
         format!("{BOM}{body}")
     } else {
         body
-    }
+    };
+    Document::from_text_in(text, like.encoding())
 }
 
 /// One `old` -> `new` change.
@@ -202,7 +275,8 @@ pub(crate) struct EditSpec<'a> {
 /// The result of [`apply_edits`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Applied {
-    /// The new text, in the file's own style (endings, BOM).
+    /// The new text, in the file's own style (endings, BOM), to be stored in the file's
+    /// encoding.
     pub text: String,
     /// How each edit was matched.
     pub levels: Vec<MatchLevel>,
@@ -216,7 +290,7 @@ pub(crate) fn apply_edits(
     doc: &Document,
     edits: &[EditSpec<'_>],
 ) -> Result<Applied, (usize, MatchError)> {
-    let mut current: std::borrow::Cow<'_, Document> = std::borrow::Cow::Borrowed(doc);
+    let mut current: Cow<'_, Document> = Cow::Borrowed(doc);
     let mut levels = Vec::with_capacity(edits.len());
     let mut replacements = 0;
     for (index, edit) in edits.iter().enumerate() {
@@ -226,7 +300,10 @@ pub(crate) fn apply_edits(
             find_replacement(&current, &old, &new, edit.replace_all).map_err(|e| (index, e))?;
         replacements += found.edits.len();
         levels.push(found.level);
-        current = std::borrow::Cow::Owned(Document::from_text(current.replace(&found.edits)));
+        current = Cow::Owned(Document::from_text_in(
+            current.replace(&found.edits),
+            doc.encoding,
+        ));
     }
     Ok(Applied {
         text: current.into_owned().original,
@@ -236,7 +313,7 @@ pub(crate) fn apply_edits(
 }
 
 /// Normalizes text the model wrote: `\r\n` as `\n`, no BOM.
-pub(crate) fn normalize_input(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn normalize_input(text: &str) -> Cow<'_, str> {
     let text = text.strip_prefix(BOM).unwrap_or(text);
     if text.contains("\r\n") {
         text.replace("\r\n", "\n").into()

@@ -386,16 +386,96 @@ fn replace_all_and_multiple_edits() {
 #[test]
 fn decoding_refuses_invalid_utf8_and_names_the_place() {
     let err = Document::decode(b"ok\ncaf\xe9\n".to_vec()).unwrap_err();
-    assert_eq!((err.byte, err.offset, err.line), (0xE9, 6, 2));
+    assert_eq!(
+        err,
+        EncodingError::Utf8 {
+            byte: 0xE9,
+            offset: 6,
+            line: 2
+        }
+    );
     assert!(err.to_string().contains("will not rewrite it"), "{err}");
 }
 
 #[test]
 fn writes_keep_the_style_of_the_file_they_replace() {
     let crlf = Document::from_text("\u{feff}a\r\nb\r\n".to_owned());
-    assert_eq!(in_style_of(&crlf, "x\ny\n"), "\u{feff}x\r\ny\r\n");
+    assert_eq!(
+        in_style_of(&crlf, "x\ny\n").original(),
+        "\u{feff}x\r\ny\r\n"
+    );
     let lf = Document::from_text("a\n".to_owned());
-    assert_eq!(in_style_of(&lf, "x\ny\n"), "x\ny\n");
+    assert_eq!(in_style_of(&lf, "x\ny\n").original(), "x\ny\n");
+    // A UTF-16 file stays UTF-16, in its byte order, with its BOM and endings.
+    let utf16 = Document::decode(b"\xfe\xff\0a\0\r\0\n".to_vec()).unwrap();
+    let replaced = in_style_of(&utf16, "x\n");
+    assert_eq!(replaced.encoding(), Encoding::Utf16(ByteOrder::Big));
+    assert_eq!(&replaced.bytes()[..], b"\xfe\xff\0x\0\r\0\n");
+}
+
+/// `text` in UTF-16, little-endian.
+fn utf16le(text: &str) -> Vec<u8> {
+    text.encode_utf16().flat_map(u16::to_le_bytes).collect()
+}
+
+#[test]
+fn utf16_files_are_edited_as_text_and_written_back_in_utf16() {
+    // As PowerShell writes it: UTF-16LE, a BOM, CRLF.
+    let before = utf16le(
+        "\u{feff}Windows Registry Editor Version 5.00\r\n\r\n[HKEY_CURRENT_USER\\A]\r\n\"v\"=\"1\"\r\n",
+    );
+    let doc = Document::decode(before.clone()).unwrap();
+    assert_eq!(doc.encoding(), Encoding::Utf16(ByteOrder::Little));
+    assert!(doc.has_bom());
+    assert_eq!(
+        doc.normalized(),
+        "Windows Registry Editor Version 5.00\n\n[HKEY_CURRENT_USER\\A]\n\"v\"=\"1\"\n"
+    );
+    assert_eq!(&doc.bytes()[..], &before[..]);
+    let applied = apply_edits(
+        &doc,
+        &[EditSpec {
+            old: "\"v\"=\"1\"",
+            new: "\"v\"=\"2\"\n\"w\"=\"\u{e9}\"",
+            replace_all: false,
+        }],
+    )
+    .unwrap();
+    let after = Document::from_text_in(applied.text, doc.encoding());
+    assert_eq!(
+        after.bytes().into_owned(),
+        utf16le(
+            "\u{feff}Windows Registry Editor Version 5.00\r\n\r\n[HKEY_CURRENT_USER\\A]\r\n\"v\"=\"2\"\r\n\"w\"=\"\u{e9}\"\r\n"
+        )
+    );
+}
+
+#[test]
+fn decoding_refuses_invalid_utf16_and_utf32_and_names_why() {
+    let mut lone = utf16le("\u{feff}ok\r\nx");
+    lone.extend_from_slice(&0xDBFFu16.to_le_bytes());
+    let err = Document::decode(lone).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the file starts with a UTF-16LE byte-order mark but is not valid UTF-16LE (an unpaired \
+         surrogate 0xDBFF, at offset 12, line 2); gimlet will not rewrite it with replacement \
+         characters. Fix it with a command, or replace the whole file with `write`"
+    );
+    assert_eq!(err.encoding(), Encoding::Utf16(ByteOrder::Little));
+    let odd = b"\xfe\xff\0a\0".to_vec();
+    let err = Document::decode(odd).unwrap_err().to_string();
+    assert!(
+        err.contains("(an odd number of bytes: the last byte is half a unit, at offset 4, line 1)"),
+        "{err}"
+    );
+    let err = Document::decode(b"\xff\xfe\0\0a\0\0\0".to_vec()).unwrap_err();
+    assert_eq!(err, EncodingError::Utf32(Utf32::Le));
+    assert!(
+        err.to_string()
+            .starts_with("the file is UTF-32LE (it starts with the byte-order mark FF FE 00 00)"),
+        "{err}"
+    );
+    assert_eq!(err.encoding(), Encoding::Utf8);
 }
 
 fn ending() -> impl Strategy<Value = &'static str> {
@@ -428,6 +508,17 @@ proptest! {
     fn decoding_and_an_empty_replace_round_trip(text in document()) {
         let doc = Document::decode(text.clone().into_bytes()).unwrap();
         prop_assert_eq!(doc.replace(&[]), text);
+    }
+
+    #[test]
+    fn utf16_decodes_and_encodes_back_byte_for_byte(text in document(), big in any::<bool>(), extra in "\\PC{0,8}") {
+        let order = if big { ByteOrder::Big } else { ByteOrder::Little };
+        let text = format!("\u{feff}{}{extra}", text.trim_start_matches('\u{feff}'));
+        let bytes = Encoding::Utf16(order).encode(&text).into_owned();
+        let doc = Document::decode(bytes.clone()).unwrap();
+        prop_assert_eq!(doc.encoding(), Encoding::Utf16(order));
+        prop_assert_eq!(doc.replace(&[]), text);
+        prop_assert_eq!(doc.bytes().into_owned(), bytes);
     }
 
     #[test]

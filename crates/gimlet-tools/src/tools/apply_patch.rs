@@ -182,7 +182,7 @@ enum PatchAction {
 struct FileChange {
     loaded: Loaded,
     /// The new content, or `None` to remove the file.
-    new: Option<String>,
+    new: Option<Document>,
     action: Action,
     levels: Vec<MatchLevel>,
 }
@@ -224,13 +224,10 @@ impl FileChange {
                 .map(|d| d.normalized().to_owned())
                 .unwrap_or_default()
         });
-        let after = self.new.as_ref().map_or_else(String::new, |t| {
-            Document::from_text(t.clone()).normalized().to_owned()
-        });
         if matches!(self.action, Action::MovedAway { .. }) {
             return (String::new(), crate::text::DiffStats::default());
         }
-        render_diff(&before, &after)
+        render_diff(&before, self.new.as_ref().map_or("", Document::normalized))
     }
 }
 
@@ -257,7 +254,7 @@ fn plan(ctx: &ToolContext, patch: &Patch) -> Result<Vec<FileChange>, ToolError> 
                     check_replaceable(ctx, &loaded, "`*** Add File:` replaces it")?;
                     (replacement(&loaded, content), Action::Replaced)
                 } else {
-                    (content.clone(), Action::Added)
+                    (Document::from_text(content.clone()), Action::Added)
                 };
                 changes.push(FileChange {
                     loaded,
@@ -294,13 +291,15 @@ fn plan(ctx: &ToolContext, patch: &Patch) -> Result<Vec<FileChange>, ToolError> 
                 let doc = Document::decode(bytes.clone())
                     .map_err(|e| ToolError::failed(format!("`{display}`: {e}")))?;
                 let (text, levels) = if hunks.is_empty() {
-                    (doc.original().to_owned(), Vec::new())
+                    (doc, Vec::new())
                 } else {
-                    apply_hunks(&doc, hunks).map_err(|e| {
+                    let (text, levels) = apply_hunks(&doc, hunks).map_err(|e| {
                         let e = e.to_string();
                         let e = e.trim_end_matches('.');
                         ToolError::failed(format!("`{display}`, {e}. Nothing was changed"))
-                    })?
+                    })?;
+                    // The file keeps its encoding (a UTF-16 file is written back in UTF-16).
+                    (Document::from_text_in(text, doc.encoding()), levels)
                 };
                 match move_to {
                     None => changes.push(FileChange {
@@ -327,7 +326,7 @@ fn plan_move(
     changes: &mut Vec<FileChange>,
     loaded: Loaded,
     target: Loaded,
-    text: String,
+    text: Document,
     levels: Vec<MatchLevel>,
 ) -> Result<(), ToolError> {
     let dest_display = target.resolved.display();
@@ -390,12 +389,13 @@ fn check_replaceable(ctx: &ToolContext, loaded: &Loaded, what: &str) -> Result<(
     }
 }
 
-/// The content an `*** Add File` puts over an existing file: in that file's line-ending and BOM
-/// style when it is text, as `write` does.
-fn replacement(loaded: &Loaded, content: &str) -> String {
+/// The content an `*** Add File` puts over an existing file: in that file's line-ending, BOM
+/// and encoding style when it is text, as `write` does.
+fn replacement(loaded: &Loaded, content: &str) -> Document {
     match loaded.bytes.as_ref().map(|b| Document::decode(b.clone())) {
         Some(Ok(old)) => in_style_of(&old, content),
-        _ => content.to_owned(),
+        Some(Err(err)) => Document::from_text_in(content.to_owned(), err.encoding()),
+        None => Document::from_text(content.to_owned()),
     }
 }
 
@@ -416,9 +416,14 @@ fn apply(ctx: &ToolContext, plan: &[FileChange]) -> Result<(), ToolError> {
             create_parents(&file.loaded.resolved)?;
         }
     }
+    let bytes: Vec<Option<Cow<'_, [u8]>>> = order
+        .iter()
+        .map(|c| c.new.as_ref().map(Document::bytes))
+        .collect();
     let files: Vec<(&Loaded, Option<&[u8]>)> = order
         .iter()
-        .map(|c| (&c.loaded, c.new.as_deref().map(str::as_bytes)))
+        .zip(&bytes)
+        .map(|(c, bytes)| (&c.loaded, bytes.as_deref()))
         .collect();
     commit_many(ctx, ApplyPatchTool::NAME, change, &files)?;
     Ok(())
@@ -457,7 +462,7 @@ fn report(plan: &[FileChange]) -> ToolOutput {
         let hash = change
             .new
             .as_ref()
-            .map(|t| crate::fs::ContentHash::of(t.as_bytes()).to_string());
+            .map(|doc| crate::fs::ContentHash::of(&doc.bytes()).to_string());
         let (action, moved_to) = match &change.action {
             Action::Added => (PatchAction::Added, None),
             Action::Replaced | Action::Updated => (PatchAction::Updated, None),

@@ -66,6 +66,16 @@ impl Tool for BashTool {
 
     fn description(&self, env: &ToolEnv) -> Cow<'static, str> {
         let sandbox = match self.sandbox.get().copied().unwrap_or_else(|| env.sandbox()) {
+            SandboxStatus::Enforced if cfg!(target_os = "macos") => {
+                "\n\nCommands run in a sandbox (macOS Seatbelt): they can read anything, but write \
+                 only inside the root folders and $TMPDIR (this session's own temp folder, removed \
+                 when the session ends; the machine's /tmp is read-only), and have no network. \
+                 Files that make git, editors, agents or shells run code later are read-only \
+                 (git's config and hooks, `.mcp.json`, `.vscode/`, `.claude/`, `.gitattributes`, \
+                 `.envrc`, `.npmrc` ...); `git add`, `commit`, `checkout` and `stash` work. A \
+                 command the sandbox blocks says so, and can be run again outside it with the \
+                 user's approval."
+            }
             SandboxStatus::Enforced => {
                 "\n\nCommands run in a sandbox: they can read anything, but write only inside the root \
                  folders and /tmp, and have no network. /tmp (also $TMPDIR) is this session's own: \
@@ -87,11 +97,12 @@ impl Tool for BashTool {
         } else {
             Vec::new()
         };
+        let shell = shell_note(&crate::process::shell(&env.settings().bash));
         if gaps.is_empty() {
-            format!("{DESCRIPTION}{sandbox}").into()
+            format!("{DESCRIPTION}{sandbox}{shell}").into()
         } else {
             format!(
-                "{DESCRIPTION}{sandbox} On this system: {}.",
+                "{DESCRIPTION}{sandbox} On this system: {}.{shell}",
                 gaps.join("; ")
             )
             .into()
@@ -278,3 +289,24 @@ async fn start_background(
 }
 
 // bash is tested end to end, through a real process and sandbox: tests/suite/bash.rs.
+/// What the description says of the shell commands run in: its path, and, for a shell that
+/// is not POSIX (PowerShell, `cmd` on Windows), that commands are written in its language.
+fn shell_note(shell: &std::path::Path) -> String {
+    let name = shell
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    let language = match name.as_str() {
+        "pwsh" | "powershell" => {
+            " It is PowerShell, not bash: write PowerShell commands (`Get-ChildItem`, `;` between \
+             commands, `$env:NAME`)."
+        }
+        "cmd" => " It is cmd.exe, not bash: write cmd commands (`dir`, `&&`, `%NAME%`).",
+        _ => "",
+    };
+    let file = shell.file_name().map_or_else(
+        || shell.display().to_string(),
+        |f| f.to_string_lossy().into_owned(),
+    );
+    format!("\n\nCommands run in `{file}`.{language}")
+}

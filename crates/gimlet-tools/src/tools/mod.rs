@@ -41,4 +41,8 @@ pub use web_search::{WebSearchArgs, WebSearchTool};
 pub use write::{WriteArgs, WriteTool};
 
 #[cfg(test)]
+mod fit_tests;
+#[cfg(test)]
 mod outputs_tests;
+#[cfg(test)]
+mod utf16_tests;

@@ -15,13 +15,25 @@ use crate::error::ToolError;
 use crate::fs::{ContentHash, FileStamp, Hasher, ResolvedPath, nowait};
 use crate::images::{self, Format, ImageRefusal};
 use crate::permission::Access;
+use crate::text::{ByteOrder, Encoding, EncodingError, Utf16Fault};
 use crate::tool::Tool;
 use crate::vocab::{Content, FilePage, OutputLimits, ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("read.md");
 
-/// Lines returned when no `limit` is given.
+/// Lines returned when no `limit` is given, unless the line limit leaves less room (see
+/// [`default_limit`]).
 pub(crate) const DEFAULT_LIMIT: usize = 2000;
+/// Lines a page's footer takes: a blank line, the footer, a note about the encoding.
+const FOOTER_LINES: usize = 3;
+
+/// Lines returned when no `limit` is given: [`DEFAULT_LIMIT`], or fewer when the output's line
+/// limit would not hold them and their footer.
+fn default_limit(limits: OutputLimits) -> usize {
+    DEFAULT_LIMIT
+        .min(limits.max_lines.saturating_sub(FOOTER_LINES))
+        .max(1)
+}
 /// Characters after which a line is cut.
 pub(crate) const MAX_LINE_CHARS: usize = 2000;
 /// Bytes inspected to tell text from binary.
@@ -35,7 +47,8 @@ pub struct ReadArgs {
     pub path: String,
     /// The 1-based line number to start at (default 1).
     pub offset: Option<usize>,
-    /// How many lines to return (default 2000).
+    /// How many lines to return (default 1997, so that the page and its footer fit in 2000
+    /// lines).
     pub limit: Option<usize>,
 }
 
@@ -60,24 +73,16 @@ impl Tool for ReadTool {
         true
     }
 
-    fn output_limits(&self, env: &ToolEnv) -> OutputLimits {
-        // Room for the footer below a full page of lines.
-        let limits = env.limits();
-        OutputLimits {
-            max_lines: limits.max_lines + 4,
-            ..limits
-        }
-    }
-
-    async fn validate(
-        &self,
-        mut args: ReadArgs,
-        _ctx: &ToolContext,
-    ) -> Result<ReadArgs, ToolError> {
+    async fn validate(&self, mut args: ReadArgs, ctx: &ToolContext) -> Result<ReadArgs, ToolError> {
         if args.limit == Some(0) {
             return Err(ToolError::invalid(
                 "`limit` must be at least 1 (it is a number of lines)",
             ));
+        }
+        // The default page leaves room for its footer within the line limit: a host that
+        // keeps only the first 2000 lines of a result still shows the footer.
+        if args.limit.is_none() {
+            args.limit = Some(default_limit(ctx.env().limits()));
         }
         // Line numbers start at 1; treat 0 as "from the start" rather than failing.
         if args.offset == Some(0) {
@@ -119,6 +124,20 @@ fn read_blocking(args: &ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolE
     if let Some(format) = image {
         return read_image(&resolved, file, head, &meta, format, ctx);
     }
+    match Encoding::sniff(&head) {
+        Ok(Encoding::Utf8) => {}
+        Ok(Encoding::Utf16(order)) => {
+            let file = (!at_end).then_some(file);
+            return read_utf16(&resolved, file, head, &meta, order, args, ctx);
+        }
+        Err(utf32) => {
+            return Err(ToolError::failed(format!(
+                "`{}`: {}",
+                resolved.display(),
+                EncodingError::Utf32(utf32)
+            )));
+        }
+    }
     if let Some(kind) = binary_kind(&head) {
         return Err(ToolError::failed(format!(
             "`{}` is a binary file ({kind}, {} bytes); `read` shows text files and PNG, JPEG, GIF \
@@ -145,18 +164,70 @@ fn read_blocking(args: &ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolE
             }
         }
     }
-    let page =
-        Page::read(head, at_end, file, meta.len(), args).map_err(|e| io_error(&resolved, e))?;
-    ctx.session().files().record(
-        &resolved.path,
-        FileStamp {
-            hash: page.hash,
-            size: page.bytes,
-            modified: meta.modified().ok(),
-            seen_at: SystemTime::now(),
-        },
-    );
+    let page = Page::read(head, at_end, Some(file), meta.len(), args)
+        .map_err(|e| io_error(&resolved, e))?;
+    page.record(&resolved, &meta, ctx);
     page.into_output(&resolved, args)
+}
+
+/// UTF-16 files are shown up to this size (they are read whole to be decoded): the largest
+/// file the edit tools change.
+const MAX_UTF16_BYTES: u64 = crate::change::MAX_EDIT_BYTES;
+
+/// A UTF-16 text file (told by its BOM; [`crate::text::Encoding`]): read whole, decoded, and
+/// shown as a UTF-8 one is, its BOM left out; the footer names the encoding. The hash and size
+/// are those of the bytes on disk, as for every file, so the edit tools' freshness check
+/// compares like with like. `rest` is the file when `head` is not all of it.
+fn read_utf16(
+    resolved: &ResolvedPath,
+    rest: Option<File>,
+    mut bytes: Vec<u8>,
+    meta: &std::fs::Metadata,
+    order: ByteOrder,
+    args: &ReadArgs,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    let encoding = Encoding::Utf16(order);
+    let too_big = |len: u64| {
+        ToolError::failed(format!(
+            "`{}` is {encoding} text of {len} bytes; `read` shows UTF-16 files up to \
+             {MAX_UTF16_BYTES} bytes. Search it with `grep`, or convert it first (e.g. `iconv -f \
+             UTF-16 -t UTF-8`)",
+            resolved.display()
+        ))
+    };
+    if meta.len() > MAX_UTF16_BYTES {
+        return Err(too_big(meta.len()));
+    }
+    if let Some(file) = rest {
+        file.take(MAX_UTF16_BYTES + 1 - bytes.len() as u64)
+            .read_to_end(&mut bytes)
+            .map_err(|e| io_error(resolved, e))?;
+        if bytes.len() as u64 > MAX_UTF16_BYTES {
+            return Err(too_big(bytes.len() as u64));
+        }
+    }
+    let (mut text, fault) = order.decode_lossy(&bytes);
+    if text.starts_with('\u{feff}') {
+        text.drain(..'\u{feff}'.len_utf8());
+    }
+    if text.chars().take(SNIFF_BYTES / 2).any(|c| c == '\0') {
+        return Err(ToolError::failed(format!(
+            "`{}` is a binary file (it starts with a {encoding} byte-order mark, but decodes to \
+             NUL characters; {} bytes); `read` shows text files and PNG, JPEG, GIF and WebP \
+             images only",
+            resolved.display(),
+            bytes.len()
+        )));
+    }
+    let size = text.len() as u64;
+    let mut page =
+        Page::read(text.into_bytes(), true, None, size, args).map_err(|e| io_error(resolved, e))?;
+    page.hash = ContentHash::of(&bytes);
+    page.bytes = bytes.len() as u64;
+    page.utf16 = Some((encoding, fault));
+    page.record(resolved, meta, ctx);
+    page.into_output(resolved, args)
 }
 
 /// Notebooks up to this size are shown as cells.
@@ -236,6 +307,8 @@ struct Page {
     hash: ContentHash,
     /// The byte offset of the first invalid UTF-8 sequence, if the shown part has one.
     invalid_utf8_at: Option<usize>,
+    /// For text decoded from UTF-16: its encoding, and the first fault in the whole file.
+    utf16: Option<(Encoding, Option<Utf16Fault>)>,
 }
 
 /// Bytes of one line kept for display: enough for [`MAX_LINE_CHARS`] characters of any width.
@@ -264,11 +337,11 @@ impl LineBuf {
 
 impl Page {
     /// Streams the file once: hashes it, counts its lines, keeps the requested ones. `head`
-    /// is what was read already; `at_end`: it is the whole file.
+    /// is what was read already; `at_end`: it is the whole file (then `file` may be `None`).
     fn read(
         head: Vec<u8>,
         at_end: bool,
-        mut file: File,
+        file: Option<File>,
         size: u64,
         args: &ReadArgs,
     ) -> io::Result<Self> {
@@ -286,6 +359,7 @@ impl Page {
             bytes: 0,
             hash: ContentHash::of(b""),
             invalid_utf8_at: None,
+            utf16: None,
         };
         let mut line = LineBuf::default();
         // Small files are read whole in the first chunk. The buffer for the rest is sized to
@@ -314,7 +388,9 @@ impl Page {
             page.bytes += chunk.len() as u64;
         };
         feed(&mut page, &head);
-        if !(at_end && page.bytes == size) {
+        if let Some(mut file) = file
+            && !(at_end && page.bytes == size)
+        {
             drop(head);
             let mut buf = vec![0; left.saturating_add(1).clamp(4096, 64 * 1024)];
             loop {
@@ -370,6 +446,19 @@ impl Page {
         }
     }
 
+    /// Remembers in the session what was read (for the edit tools' freshness check).
+    fn record(&self, resolved: &ResolvedPath, meta: &std::fs::Metadata, ctx: &ToolContext) {
+        ctx.session().files().record(
+            &resolved.path,
+            FileStamp {
+                hash: self.hash,
+                size: self.bytes,
+                modified: meta.modified().ok(),
+                seen_at: SystemTime::now(),
+            },
+        );
+    }
+
     fn into_output(
         self,
         resolved: &ResolvedPath,
@@ -377,13 +466,23 @@ impl Page {
     ) -> Result<ToolOutput, ToolError> {
         let display = resolved.display();
         let first = args.offset.unwrap_or(1);
+        let encoding = self.utf16.map(|(encoding, _)| encoding);
         if self.total_lines == 0 {
-            let text = format!("[{display}: empty file (0 bytes), hash {}]", self.hash);
+            let text = match encoding {
+                None => format!("[{display}: empty file (0 bytes), hash {}]", self.hash),
+                Some(encoding) => format!(
+                    "[{display}: empty {encoding} file ({} bytes: its byte-order mark), hash {}]",
+                    self.bytes, self.hash
+                ),
+            };
+            let mut structured =
+                json!({"path": display, "total_lines": 0, "hash": self.hash.to_string()});
+            if let Some(encoding) = encoding {
+                structured["encoding"] = json!(encoding.to_string());
+            }
             return Ok(ToolOutput::text(text)
                 .with_title(display.clone())
-                .with_structured(
-                    json!({"path": display, "total_lines": 0, "hash": self.hash.to_string()}),
-                ));
+                .with_structured(structured));
         }
         if first > self.total_lines {
             return Err(ToolError::invalid(format!(
@@ -401,9 +500,13 @@ impl Page {
         let mut text = self.text;
         let _ = write!(
             text,
-            "\n[{display}: lines {first}-{end} of {}, hash {hash}",
+            "\n[{display}: lines {first}-{end} of {}, ",
             self.total_lines
         );
+        if let Some(encoding) = encoding {
+            let _ = write!(text, "{encoding}, ");
+        }
+        let _ = write!(text, "hash {hash}");
         if end < self.total_lines {
             let _ = write!(text, "; use offset={} to read on", end + 1);
         }
@@ -415,16 +518,28 @@ impl Page {
                  shown as U+FFFD, and the edit tools will refuse this file]"
             );
         }
+        if let Some((encoding, Some(fault))) = self.utf16 {
+            let _ = write!(
+                text,
+                "\n[note: the file is not valid {encoding} (first fault: {} at offset {}); it is \
+                 shown as U+FFFD, and the edit tools will refuse this file]",
+                fault.problem, fault.offset
+            );
+        }
+        let mut structured = json!({
+            "path": display,
+            "start_line": first,
+            "end_line": end,
+            "total_lines": self.total_lines,
+            "bytes": self.bytes,
+            "hash": self.hash.to_string(),
+        });
+        if let Some(encoding) = encoding {
+            structured["encoding"] = json!(encoding.to_string());
+        }
         let mut output = ToolOutput::text(text)
             .with_title(display.clone())
-            .with_structured(json!({
-                "path": display,
-                "start_line": first,
-                "end_line": end,
-                "total_lines": self.total_lines,
-                "bytes": self.bytes,
-                "hash": self.hash.to_string(),
-            }));
+            .with_structured(structured);
         output.page = Some(FilePage {
             first,
             last: end,

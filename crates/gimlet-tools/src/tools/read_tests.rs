@@ -63,20 +63,41 @@ async fn offset_and_limit_page_through_a_file_and_say_how_to_continue() {
 }
 
 #[tokio::test]
-async fn default_page_is_2000_lines() {
+async fn the_default_page_and_its_footer_fit_the_line_limit() {
+    // See: issue 38, a host that keeps the first 2000 lines of a result.
     let ws = TestWorkspace::new();
     let body: String = (1..=2500).map(|i| format!("{i}\n")).collect();
     ws.write("long.txt", &body);
     let text = ws.text("read", json!({"path": "long.txt"})).await;
-    assert!(text.contains("  2000\t2000\n"), "line 2000 is shown");
-    assert!(!text.contains("  2001\t2001"), "line 2001 is not");
+    assert!(text.contains("  1997\t1997\n"), "line 1997 is shown");
+    assert!(!text.contains("  1998\t1998"), "line 1998 is not");
     assert!(
         text.ends_with(
-            "[long.txt: lines 1-2000 of 2500, hash 8e1d4d46225eda9b; use offset=2001 to read on]"
+            "[long.txt: lines 1-1997 of 2500, hash 8e1d4d46225eda9b; use offset=1998 to read on]"
         ),
         "{}",
         &text[text.len() - 120..]
     );
+    assert_eq!(text.lines().count(), 1999);
+    // A file of 1997 lines comes whole, with its footer and a note, in 2000 lines.
+    let mut bad: Vec<u8> = (1..1997)
+        .flat_map(|i| format!("{i}\n").into_bytes())
+        .collect();
+    bad.extend_from_slice(b"\xff\n");
+    ws.write("bad.txt", &bad);
+    let text = ws.text("read", json!({"path": "bad.txt"})).await;
+    assert!(text.contains("lines 1-1997 of 1997"), "{text}");
+    assert_eq!(text.lines().count(), 2000);
+    // Under a larger line limit the default page is 2000 lines.
+    let ws = TestWorkspace::custom(|b| {
+        b.limits(crate::OutputLimits {
+            max_lines: 5000,
+            ..crate::OutputLimits::DEFAULT
+        })
+    });
+    ws.write("long.txt", &body);
+    let text = ws.text("read", json!({"path": "long.txt"})).await;
+    assert!(text.ends_with("use offset=2001 to read on]"), "{text}");
 }
 
 #[tokio::test]
@@ -491,7 +512,7 @@ async fn small_cached_text_files_are_read_without_waiting_and_the_rest_where_it_
     }
     // The pipeline reads each one whole all the same.
     let text = ws.text("read", json!({"path": "big.txt"})).await;
-    assert!(text.contains("  2000\tline\n"), "{text}");
+    assert!(text.contains("  1997\tline\n"), "{text}");
     let text = ws.text("read", json!({"path": "a.ipynb"})).await;
     assert!(text.contains("     1\tnot a notebook\n"), "{text}");
 }

@@ -72,7 +72,7 @@ impl Tool for WriteTool {
                 let loaded = load(ctx.resolve(&args.path)?)?;
                 check_fresh(&ctx, &loaded, args.expected_hash.as_deref())?;
                 let (before, after) = contents(&loaded, &args.content);
-                let (diff, _) = render_diff(&before, Document::from_text(after).normalized());
+                let (diff, _) = render_diff(&before, after.normalized());
                 Ok((
                     preview_text(&diff),
                     loaded.resolved.path.clone(),
@@ -95,9 +95,10 @@ impl Tool for WriteTool {
             let loaded = load(resolved)?;
             check_fresh(&ctx, &loaded, args.expected_hash.as_deref())?;
             let created = !loaded.exists();
-            let (before, after) = contents(&loaded, &args.content);
+            let (before, after_doc) = contents(&loaded, &args.content);
+            let after = after_doc.bytes();
             let display = loaded.resolved.display();
-            if !created && loaded.bytes.as_deref() == Some(after.as_bytes()) {
+            if !created && loaded.bytes.as_deref() == Some(&after[..]) {
                 let hash = loaded.hash.map(|h| h.to_string()).unwrap_or_default();
                 return Ok(ToolOutput::text(format!(
                     "`{display}` already has this content; nothing was written. Hash {hash}."
@@ -107,7 +108,6 @@ impl Tool for WriteTool {
                 create_parents(&loaded.resolved)?;
             }
             let change = ctx.session().state::<Journal>().begin();
-            let after_doc = Document::from_text(after);
             // The diff is rendered while the new content goes to the disk.
             let mut diff = None;
             let hash = commit_meanwhile(
@@ -115,14 +115,14 @@ impl Tool for WriteTool {
                 WriteTool::NAME,
                 change,
                 &loaded,
-                Some(after_doc.original().as_bytes()),
+                Some(&after),
                 &mut || diff = Some(render_diff(&before, after_doc.normalized())),
             )?;
             let hash = hash.map(|h| h.to_string()).unwrap_or_default();
             let (diff, stats) =
                 diff.unwrap_or_else(|| render_diff(&before, after_doc.normalized()));
             let lines = after_doc.normalized().lines().count();
-            let bytes = after_doc.original().len();
+            let bytes = after.len();
             let size = format!(
                 "{}, {}",
                 crate::text::counted(lines, "line", "lines"),
@@ -152,17 +152,18 @@ impl Tool for WriteTool {
     }
 }
 
-/// The old text (normalized, for the diff) and the new bytes to write: for an existing UTF-8
-/// file, the content in that file's line-ending and BOM style.
-fn contents(loaded: &Loaded, content: &str) -> (String, String) {
+/// The old text (normalized, for the diff) and the new content: for an existing text file,
+/// in that file's line-ending, BOM and encoding style (a UTF-16 file stays UTF-16).
+fn contents(loaded: &Loaded, content: &str) -> (String, Document) {
     match &loaded.bytes {
-        None => (String::new(), content.to_owned()),
+        None => (String::new(), Document::from_text(content.to_owned())),
         Some(bytes) => match Document::decode(bytes.clone()) {
             Ok(old) => (old.normalized().to_owned(), in_style_of(&old, content)),
-            // Replacing a non-UTF-8 file with text is allowed; there is no style to keep.
-            Err(_) => (
-                String::from("(binary or non-UTF-8 content)\n"),
-                content.to_owned(),
+            // Replacing a file that does not decode with text is allowed; there is no style to
+            // keep, but one that announced UTF-16 is replaced in UTF-16.
+            Err(err) => (
+                String::from("(binary content, or text that does not decode)\n"),
+                Document::from_text_in(content.to_owned(), err.encoding()),
             ),
         },
     }

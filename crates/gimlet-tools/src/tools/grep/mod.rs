@@ -296,6 +296,9 @@ fn grep(args: &GrepArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     builder
         .heap_limit(Some(HEAP_LIMIT))
         .binary_detection(BinaryDetection::quit(b'\0'))
+        // grep-searcher's default, said here so that it stays: a file starting with a UTF-16
+        // BOM is transcoded to UTF-8 (encoding_rs_io) and searched as the text `read` shows.
+        .bom_sniffing(true)
         .line_number(true)
         .multi_line(args.multiline.unwrap_or(false))
         .before_context(before)
