@@ -294,7 +294,17 @@ impl Gimlet {
 
     /// The resolved root folder.
     pub fn root(&self) -> PathBuf {
-        std::fs::canonicalize(self.root.path()).unwrap()
+        let path = std::fs::canonicalize(self.root.path()).unwrap();
+        // Windows canonicalises to the verbatim `\\?\C:\...`; gimlet shows the usual `C:\...`.
+        #[cfg(windows)]
+        if let Some(usual) = path
+            .to_str()
+            .and_then(|p| p.strip_prefix(r"\\?\"))
+            .filter(|p| p.as_bytes().get(1) == Some(&b':'))
+        {
+            return PathBuf::from(usual);
+        }
+        path
     }
 
     /// Writes a file below the root.

@@ -2,6 +2,7 @@
 
 #![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
 
+#[cfg(unix)]
 use std::path::Path;
 
 use serde_json::json;
@@ -103,6 +104,10 @@ async fn hooks_rewrite_input_and_output_and_a_failing_hook_is_not_fatal() {
     gimlet.stop().await;
 }
 
+#[cfg_attr(
+    windows,
+    ignore = "needs a POSIX shell (plugins, hooks or commands are sh)"
+)]
 #[tokio::test]
 async fn a_config_declared_tool_is_listed_validated_and_callable() {
     let config = r#"
@@ -184,6 +189,10 @@ async fn a_project_file_cannot_bring_hooks_or_tools() {
     client.cancel().await.unwrap();
 }
 
+#[cfg_attr(
+    windows,
+    ignore = "needs a POSIX shell (plugins, hooks or commands are sh)"
+)]
 #[tokio::test]
 async fn plugin_permissions_follow_the_mode_and_a_slow_plugin_times_out() {
     let config = r#"
@@ -222,6 +231,10 @@ timeout_s = 1
     gimlet.stop().await;
 }
 
+#[cfg_attr(
+    windows,
+    ignore = "needs a POSIX shell (plugins, hooks or commands are sh)"
+)]
 #[tokio::test]
 async fn a_plugin_tools_output_at_and_over_the_limits_fits_them() {
     // See: issue 38. A plugin's output is cut from its head, like `read`'s.

@@ -6,8 +6,12 @@
 #![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
 
 use std::ffi::OsString;
+#[cfg(unix)]
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(unix)]
+use std::path::PathBuf;
+#[cfg(unix)]
 use std::time::Duration;
 
 use rmcp::ServiceExt as _;
@@ -15,11 +19,14 @@ use rmcp::model::CallToolResult;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 
-use crate::common::{Gimlet, TestClient, command, err_text, eventually, ok_text, sandbox_works};
+use crate::common::{Gimlet, TestClient, command, err_text, ok_text};
+#[cfg(unix)]
+use crate::common::{eventually, sandbox_works};
 
 /// Long enough for a cold start on a busy machine; the wait ends when the server reports.
 const CONFIG: &str = "[lsp]\nwait_ms = 90000\nrequest_timeout_ms = 90000\n";
 
+#[cfg(unix)]
 fn skip(why: &str) {
     let _ = writeln!(std::io::stderr(), "skipped: {why}");
 }
@@ -120,6 +127,7 @@ fn metadata(result: &CallToolResult) -> Value {
 }
 
 /// The line of `text` that starts with `prefix`.
+#[cfg(unix)]
 fn line_starting<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     text.lines().find(|l| l.starts_with(prefix))
 }

@@ -31,3 +31,6 @@ mod shape;
 mod shell;
 mod tools_list;
 mod web;
+// The Windows session and attacks (run under Wine on Linux: scripts/wine.sh).
+#[cfg(windows)]
+mod windows;
