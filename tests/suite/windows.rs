@@ -287,6 +287,24 @@ async fn differently_cased_protected_paths_ask() {
         assert!(!content.contains("planted"), "{path}: {content}");
         row("write", path, "asked (protected), declined, unchanged");
     }
+    // New files: no spelling on disk to take, so only the folded comparison catches them.
+    for path in [r".HUSKY\pre-commit", ".Mcp.JSON"] {
+        let before = gimlet.handler.elicitations.lock().unwrap().len();
+        let text = err_text(
+            &gimlet
+                .call("write", json!({"path": path, "content": "planted\n"}))
+                .await,
+        );
+        assert!(text.contains("declined"), "{path}: {text}");
+        let asked = gimlet.handler.elicitations.lock().unwrap().len();
+        assert_eq!(asked, before + 1, "{path}: no question was asked");
+        assert!(!gimlet.root().join(path).exists(), "{path}");
+        row(
+            "write",
+            path,
+            "new: asked (protected), declined, not created",
+        );
+    }
     gimlet.stop().await;
 }
 
