@@ -1,6 +1,6 @@
 //! Hooks and plugin tools declared in the config file.
 
-#![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
+#![cfg_attr(unix, expect(clippy::unwrap_used, reason = "test helpers fail loudly"))]
 
 #[cfg(unix)]
 use std::path::Path;

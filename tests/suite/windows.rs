@@ -4,8 +4,6 @@
 //! with it. On Linux these run under Wine (`scripts/wine.sh`); each prints one line per check,
 //! `tool | what | outcome`, so the run shows the table.
 
-#![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
-
 use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
