@@ -294,7 +294,17 @@ impl Gimlet {
 
     /// The resolved root folder.
     pub fn root(&self) -> PathBuf {
-        std::fs::canonicalize(self.root.path()).unwrap()
+        let path = std::fs::canonicalize(self.root.path()).unwrap();
+        // Windows canonicalises to the verbatim `\\?\C:\...`; gimlet shows the usual `C:\...`.
+        #[cfg(windows)]
+        if let Some(usual) = path
+            .to_str()
+            .and_then(|p| p.strip_prefix(r"\\?\"))
+            .filter(|p| p.as_bytes().get(1) == Some(&b':'))
+        {
+            return PathBuf::from(usual);
+        }
+        path
     }
 
     /// Writes a file below the root.
@@ -404,7 +414,9 @@ pub fn marker() -> String {
     format!("{}{:04}.{}", 3000 + n, std::process::id() % 10_000, n)
 }
 
-/// Processes whose command line contains `needle`.
+/// Processes whose command line contains `needle` (read from `/proc`, so Linux only: elsewhere
+/// a test that looked for processes would find none, and pass without checking anything).
+#[cfg(target_os = "linux")]
 pub fn processes_with(needle: &str) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -440,7 +452,8 @@ pub async fn eventually(limit: std::time::Duration, mut check: impl FnMut() -> b
     check()
 }
 
-/// Resident memory of a process, in KiB.
+/// Resident memory of a process, in KiB (from `/proc`: Linux only).
+#[cfg(target_os = "linux")]
 pub fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
@@ -451,13 +464,12 @@ pub fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-/// Whether the sandbox works on this machine (the helper's probe).
-/// A temp folder outside the roots that a sandboxed command can see (read-only): in
+/// A temp folder outside the roots that a sandboxed command can see (read-only): on Linux in
 /// `/var/tmp` where there is one, since a sandboxed command's `/tmp` is its session's own and
 /// does not show the machine's. Tests that aim a command at a folder outside the roots use it.
 pub fn outside_tempdir() -> TempDir {
     let var_tmp = Path::new("/var/tmp");
-    let parent = if var_tmp.is_dir() {
+    let parent = if cfg!(target_os = "linux") && var_tmp.is_dir() {
         var_tmp.to_owned()
     } else {
         std::env::temp_dir()
@@ -468,6 +480,7 @@ pub fn outside_tempdir() -> TempDir {
         .unwrap()
 }
 
+/// Whether the sandbox works on this machine (the helper's probe).
 pub fn sandbox_works() -> bool {
     let out = std::process::Command::new(binary())
         .args(["__exec", "--probe"])

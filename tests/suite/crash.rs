@@ -23,6 +23,10 @@ async fn send(stdin: &mut tokio::process::ChildStdin, message: &Value) {
     let _ = stdin.flush().await;
 }
 
+#[cfg_attr(
+    windows,
+    ignore = "minutes under Wine; the Windows write is weaker (docs/security.md)"
+)]
 #[tokio::test]
 async fn sigkill_during_large_writes_leaves_old_or_new() {
     let root = tempfile::tempdir().unwrap();
@@ -160,6 +164,10 @@ async fn call(
     panic!("the server closed before answering {id}");
 }
 
+#[cfg_attr(
+    windows,
+    ignore = "Windows writes through named temporaries (weaker, docs/security.md)"
+)]
 #[tokio::test]
 async fn a_big_write_killed_at_any_moment_leaves_no_temporary_behind() {
     let root = tempfile::tempdir().unwrap();
@@ -246,6 +254,10 @@ async fn a_big_write_killed_at_any_moment_leaves_no_temporary_behind() {
     );
 }
 
+#[cfg_attr(
+    windows,
+    ignore = "no crash recovery of multi-file changes on Windows (weaker, docs/security.md)"
+)]
 #[tokio::test]
 async fn a_patch_over_six_files_killed_at_any_moment_is_all_or_nothing() {
     let root = tempfile::tempdir().unwrap();

@@ -2,16 +2,21 @@
 //! result starts with `Error (<tool>):`, for hosts that forward a result's text without its
 //! `isError` flag (issue 38), and the flag stays.
 
+#[cfg(unix)]
 use serde_json::{Value, json};
 
+#[cfg(unix)]
 use crate::common::{Gimlet, TestClient, err_text, ok_text};
 
+#[cfg(unix)]
 /// Calls a tool that must fail and returns `## <kind>` and the error text.
 async fn failure(gimlet: &Gimlet, kind: &str, tool: &str, args: Value) -> String {
     let text = err_text(&gimlet.call(tool, args).await);
     format!("## {kind}\n{text}")
 }
 
+// The hook is a `#!/bin/sh` script and the plugin and commands are POSIX shell.
+#[cfg(unix)]
 #[tokio::test]
 async fn every_kind_of_error_starts_with_the_marker_naming_the_tool() {
     let outside = tempfile::tempdir().unwrap();

@@ -1,7 +1,8 @@
 //! Hooks and plugin tools declared in the config file.
 
-#![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
+#![cfg_attr(unix, expect(clippy::unwrap_used, reason = "test helpers fail loudly"))]
 
+#[cfg(unix)]
 use std::path::Path;
 
 use serde_json::json;
@@ -13,6 +14,7 @@ async fn with_config(config: &str) -> (Gimlet, tempfile::TempDir) {
     Gimlet::start_with_config(TestClient::default(), config, &[]).await
 }
 
+#[cfg(unix)]
 fn script(dir: &Path, name: &str, body: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
@@ -20,6 +22,7 @@ fn script(dir: &Path, name: &str, body: &str) -> String {
     path.display().to_string()
 }
 
+#[cfg(unix)] // Hooks are `#!/bin/sh` scripts.
 #[tokio::test]
 async fn a_before_hook_blocks_a_call_and_its_message_reaches_the_model() {
     let hooks = tempfile::tempdir().unwrap();
@@ -63,6 +66,7 @@ async fn a_before_hook_blocks_a_call_and_its_message_reaches_the_model() {
     gimlet.stop().await;
 }
 
+#[cfg(unix)] // Hooks are `#!/bin/sh` scripts.
 #[tokio::test]
 async fn hooks_rewrite_input_and_output_and_a_failing_hook_is_not_fatal() {
     let hooks = tempfile::tempdir().unwrap();
@@ -100,6 +104,10 @@ async fn hooks_rewrite_input_and_output_and_a_failing_hook_is_not_fatal() {
     gimlet.stop().await;
 }
 
+#[cfg_attr(
+    windows,
+    ignore = "needs a POSIX shell (plugins, hooks or commands are sh)"
+)]
 #[tokio::test]
 async fn a_config_declared_tool_is_listed_validated_and_callable() {
     let config = r#"
@@ -181,6 +189,10 @@ async fn a_project_file_cannot_bring_hooks_or_tools() {
     client.cancel().await.unwrap();
 }
 
+#[cfg_attr(
+    windows,
+    ignore = "needs a POSIX shell (plugins, hooks or commands are sh)"
+)]
 #[tokio::test]
 async fn plugin_permissions_follow_the_mode_and_a_slow_plugin_times_out() {
     let config = r#"
@@ -219,6 +231,10 @@ timeout_s = 1
     gimlet.stop().await;
 }
 
+#[cfg_attr(
+    windows,
+    ignore = "needs a POSIX shell (plugins, hooks or commands are sh)"
+)]
 #[tokio::test]
 async fn a_plugin_tools_output_at_and_over_the_limits_fits_them() {
     // See: issue 38. A plugin's output is cut from its head, like `read`'s.

@@ -21,9 +21,9 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
-use crate::common::{
-    TestClient, command, err_text, eventually, marker, ok_text, processes_with, text,
-};
+use crate::common::{TestClient, command, err_text, ok_text, text};
+#[cfg(target_os = "linux")]
+use crate::common::{eventually, marker, processes_with};
 
 /// `gimlet serve --http 127.0.0.1:0` with a temporary root.
 pub(crate) struct HttpGimlet {
@@ -307,6 +307,7 @@ async fn a_delete_ends_the_session_with_200_and_frees_its_place() {
     );
 }
 
+#[cfg(target_os = "linux")] // A POSIX `sleep`, found again in /proc.
 #[tokio::test]
 async fn long_commands_report_progress_and_cancelling_kills_them() {
     let server = HttpGimlet::start(&[]).await;
@@ -340,6 +341,10 @@ async fn long_commands_report_progress_and_cancelling_kills_them() {
     let _ = client.cancel().await;
 }
 
+#[cfg_attr(
+    windows,
+    ignore = "needs a POSIX shell (plugins, hooks or commands are sh)"
+)]
 #[tokio::test]
 async fn truncated_output_is_readable_as_a_resource_and_structured_content_validates() {
     let server = HttpGimlet::start(&[]).await;
@@ -427,6 +432,7 @@ async fn stateless_2026_clients_keep_their_state_between_requests() {
     let _ = client.cancel().await;
 }
 
+#[cfg_attr(windows, ignore = "SIGTERM and a POSIX shell")]
 #[tokio::test]
 async fn sigterm_lets_running_calls_finish_then_exits() {
     let mut server = HttpGimlet::start(&[]).await;

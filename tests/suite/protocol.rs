@@ -144,6 +144,7 @@ async fn log_messages_follow_the_level_the_client_sets() {
     gimlet.stop().await;
 }
 
+#[cfg_attr(windows, ignore = "SIGHUP and `kill`")]
 #[tokio::test]
 async fn sighup_reloads_the_config_and_announces_the_new_tool_list() {
     let (gimlet, dir) = crate::common::Gimlet::start_with_config(

@@ -7,6 +7,7 @@
 //! job: breakaway is not allowed.
 
 use std::io::Read;
+use std::os::windows::process::CommandExt as _;
 use std::process::{Command, Stdio};
 
 use super::helper::eprintln_quiet;
@@ -23,14 +24,25 @@ pub(super) fn run_tree(plan: &HelperPlan) -> i32 {
         )),
     }
     let mut command = Command::new(&plan.shell);
-    command
-        .args(shell_invocation(&plan.shell, &plan.command))
-        .current_dir(&plan.workdir)
-        .stdin(if plan.stdio {
-            Stdio::inherit()
-        } else {
-            Stdio::null()
-        });
+    let is_cmd = plan
+        .shell
+        .file_stem()
+        .is_some_and(|stem| stem.eq_ignore_ascii_case("cmd"));
+    if is_cmd {
+        // std quotes an argument that holds `"` as `\"`, which `cmd` does not read: it would
+        // run `echo \"hi\"`. `/s /c "LINE"` makes `cmd` drop the outer quotes and run LINE
+        // as written, so the line goes in raw.
+        command
+            .args(["/d", "/s", "/c"])
+            .raw_arg(format!("\"{}\"", plan.command));
+    } else {
+        command.args(shell_invocation(&plan.shell, &plan.command));
+    }
+    command.current_dir(&plan.workdir).stdin(if plan.stdio {
+        Stdio::inherit()
+    } else {
+        Stdio::null()
+    });
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(err) => {

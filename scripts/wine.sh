@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs the integration suite (tests/all.rs, with the Windows session and attacks of
+# tests/suite/windows.rs) as Windows programs under Wine, and prints a pass/fail summary.
+#
+# Needs: wine (Debian's `wine`, 8.x), gcc-mingw-w64-x86-64, `rustup target add x86_64-pc-windows-gnu`.
+# Sets up, once, its own Wine prefix in ${XDG_CACHE_HOME:-$HOME/.cache}/gimlet-wine/prefix, with
+# scripts/wine/bcryptprimitives.c built and installed in system32 (Wine 8 lacks ProcessPrng,
+# which Rust's std calls). Extra arguments go to the test binary (a filter, --nocapture...).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/gimlet-wine"
+export WINEPREFIX="$cache/prefix" WINEDEBUG=-all WINEARCH=win64
+mkdir -p "$cache"
+
+if [ ! -f "$WINEPREFIX/system.reg" ]; then
+    echo "wine.sh: creating the Wine prefix (once)"
+    wineboot --init >/dev/null 2>&1 || wine wineboot --init >/dev/null 2>&1
+    wineserver --wait 2>/dev/null || true
+fi
+shim="$cache/bcryptprimitives.dll"
+if [ ! -f "$shim" ] || [ scripts/wine/bcryptprimitives.c -nt "$shim" ]; then
+    x86_64-w64-mingw32-gcc -O2 -shared -o "$shim" scripts/wine/bcryptprimitives.c -ladvapi32
+fi
+cmp -s "$shim" "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" \
+    || cp "$shim" "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll"
+
+export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --locked --target x86_64-pc-windows-gnu --target-dir target/cross --test all -- "$@" \
+    2>&1 | tee "$log" || status=$?
+
+echo
+echo "== Windows session (tests/suite/windows.rs): tool | what | outcome"
+grep -E '^\| ' "$log" || echo "(rows are printed with --nocapture)"
+echo "== summary"
+grep -E '^test .* \.\.\. (ok|FAILED|ignored)' "$log" | sed -E 's/.* \.\.\. //; s/,.*//' | sort | uniq -c
+grep -E '^test .* \.\.\. FAILED' "$log" || true
+grep -E '^test result' "$log" || true
+exit "$status"

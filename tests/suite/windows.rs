@@ -1,0 +1,353 @@
+//! Windows: an MCP session through `gimlet.exe` with every file tool, the paths a Windows
+//! attacker would try (`..\..`, drive letters, `\\?\` paths, junctions and symbolic links out,
+//! differently cased protected names) and the Job Object that takes a command's grandchildren
+//! with it. On Linux these run under Wine (`scripts/wine.sh`); each prints one line per check,
+//! `tool | what | outcome`, so the run shows the table.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use rmcp::model::{ElicitResult, ElicitationAction};
+use serde_json::{Value, json};
+
+use crate::common::{Gimlet, TestClient, err_text, eventually, ok_text};
+
+/// One row of the table: `tool | what | outcome`.
+fn row(tool: &str, what: &str, outcome: &str) {
+    let _ = writeln!(std::io::stderr(), "| {tool} | {what} | {outcome} |");
+}
+
+/// Calls `tool`, asserts it succeeded, prints the row and returns the text.
+async fn allowed(gimlet: &Gimlet, tool: &str, what: &str, args: Value) -> String {
+    let text = ok_text(&gimlet.call(tool, args).await);
+    row(tool, what, "ok");
+    text
+}
+
+/// Calls `tool`, asserts it was refused as outside the roots, prints the row.
+async fn outside(gimlet: &Gimlet, tool: &str, path: &str, args: Value) {
+    let text = err_text(&gimlet.call(tool, args).await);
+    assert!(
+        text.contains("outside the allowed folders"),
+        "{tool} {path}: {text}"
+    );
+    row(tool, path, "refused: outside the roots");
+}
+
+#[tokio::test]
+async fn a_session_through_every_file_tool() {
+    let gimlet = Gimlet::start().await;
+    let root = gimlet.root();
+    allowed(
+        &gimlet,
+        "write",
+        r"src\main.rs",
+        json!({"path": r"src\main.rs", "content": "fn main() {\r\n    println!(\"hi\");\r\n}\r\n"}),
+    )
+    .await;
+    let text = allowed(
+        &gimlet,
+        "read",
+        r"src\main.rs",
+        json!({"path": "src/main.rs"}),
+    )
+    .await;
+    assert!(text.contains("println!(\"hi\")"), "{text}");
+    allowed(
+        &gimlet,
+        "edit",
+        r"src\main.rs",
+        json!({"path": r"src\main.rs", "old_string": "\"hi\"", "new_string": "\"hello\""}),
+    )
+    .await;
+    let main = root.join("src").join("main.rs");
+    // CRLF endings stay CRLF.
+    assert_eq!(
+        std::fs::read_to_string(&main).unwrap(),
+        "fn main() {\r\n    println!(\"hello\");\r\n}\r\n"
+    );
+    allowed(
+        &gimlet,
+        "multi_edit",
+        r"src\main.rs",
+        json!({"path": "src/main.rs", "edits": [
+            {"old_string": "hello", "new_string": "hey"},
+            {"old_string": "fn main", "new_string": "pub fn main"},
+        ]}),
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(&main).unwrap(),
+        "pub fn main() {\r\n    println!(\"hey\");\r\n}\r\n"
+    );
+    let patch = "*** Begin Patch\n*** Add File: notes.md\n+hello\n*** Update File: src/main.rs\n@@\n-    println!(\"hey\");\n+    println!(\"patched\");\n*** End Patch\n";
+    allowed(
+        &gimlet,
+        "apply_patch",
+        "add + update",
+        json!({"patch": patch}),
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(root.join("notes.md")).unwrap(),
+        "hello\n"
+    );
+    assert!(
+        std::fs::read_to_string(&main)
+            .unwrap()
+            .contains("println!(\"patched\");\r\n")
+    );
+    allowed(&gimlet, "undo", "the patch", json!({})).await;
+    assert!(!root.join("notes.md").exists());
+    assert_eq!(
+        std::fs::read_to_string(&main).unwrap(),
+        "pub fn main() {\r\n    println!(\"hey\");\r\n}\r\n"
+    );
+    let text = allowed(
+        &gimlet,
+        "grep",
+        "hey",
+        json!({"pattern": "hey", "output_mode": "content"}),
+    )
+    .await;
+    assert!(text.contains("main.rs:2:"), "{text}");
+    let text = allowed(&gimlet, "glob", "**/*.rs", json!({"pattern": "**/*.rs"})).await;
+    assert!(text.contains("main.rs"), "{text}");
+    let text = allowed(&gimlet, "ls", r"src", json!({"path": "src"})).await;
+    assert!(text.contains("main.rs"), "{text}");
+    gimlet.stop().await;
+}
+
+/// Drive letters, `..`, verbatim and UNC paths: nothing outside the root is read or written.
+#[tokio::test]
+async fn windows_paths_out_of_the_root_are_refused() {
+    let gimlet = Gimlet::start().await;
+    let root = gimlet.root().display().to_string();
+    let drive = &root[..2];
+    let reads = [
+        r"..\..\windows\win.ini".to_owned(),
+        r"C:\windows\win.ini".to_owned(),
+        r"c:\WINDOWS\win.ini".to_owned(),
+        "C:/windows/win.ini".to_owned(),
+        r"\\?\C:\windows\win.ini".to_owned(),
+        r"\\localhost\C$\windows\win.ini".to_owned(),
+        format!(r"{drive}..\..\windows\win.ini"),
+        format!(r"{root}\..\outside.txt"),
+        format!(r"\\?\{root}\..\outside.txt"),
+    ];
+    for path in &reads {
+        outside(&gimlet, "read", path, json!({"path": path})).await;
+    }
+    for path in [r"..\written.txt", r"C:\windows\gimlet.txt"] {
+        outside(
+            &gimlet,
+            "write",
+            path,
+            json!({"path": path, "content": "x"}),
+        )
+        .await;
+    }
+    assert!(!Path::new(r"C:\windows\gimlet.txt").exists());
+    assert!(!gimlet.root().parent().unwrap().join("written.txt").exists());
+    // An NT object path is refused too, if not yet in the words of the others.
+    let device = r"\\?\GLOBALROOT\Device\HarddiskVolume1\windows\win.ini";
+    let text = err_text(&gimlet.call("read", json!({"path": device})).await);
+    row(
+        "read",
+        device,
+        &format!("refused: {}", text.lines().next().unwrap_or_default()),
+    );
+    outside(&gimlet, "ls", r"C:\", json!({"path": r"C:\"})).await;
+    outside(
+        &gimlet,
+        "grep",
+        r"C:\windows",
+        json!({"pattern": "x", "path": r"C:\windows"}),
+    )
+    .await;
+    outside(
+        &gimlet,
+        "glob",
+        r"C:\windows",
+        json!({"pattern": "*.ini", "path": r"C:\windows"}),
+    )
+    .await;
+    gimlet.stop().await;
+}
+
+/// Makes a link at `link` to `target` the way a user's tools would: a junction with
+/// `mklink /J` for a folder, a symbolic link otherwise. `None` where the system cannot (Wine 8
+/// reports success and makes nothing).
+fn link(link: &Path, target: &Path, junction: bool) -> Option<()> {
+    if junction {
+        let _ = std::process::Command::new("cmd")
+            .arg("/c")
+            .arg("mklink")
+            .arg("/J")
+            .arg(link)
+            .arg(target)
+            .output();
+    } else if target.is_dir() {
+        let _ = std::os::windows::fs::symlink_dir(target, link);
+    } else {
+        let _ = std::os::windows::fs::symlink_file(target, link);
+    }
+    std::fs::symlink_metadata(link).is_ok().then_some(())
+}
+
+/// Junctions and symbolic links that point out of the root are not followed.
+#[tokio::test]
+async fn junctions_and_symlinks_out_are_refused() {
+    let gimlet = Gimlet::start().await;
+    let outside_dir = tempfile::tempdir().unwrap();
+    std::fs::write(outside_dir.path().join("secret.txt"), "secret").unwrap();
+    let root = gimlet.root();
+    let cases = [
+        (
+            "junction",
+            true,
+            outside_dir.path().to_owned(),
+            r"junction\secret.txt",
+        ),
+        (
+            "dirlink",
+            false,
+            outside_dir.path().to_owned(),
+            r"dirlink\secret.txt",
+        ),
+        (
+            "filelink",
+            false,
+            outside_dir.path().join("secret.txt"),
+            "filelink",
+        ),
+    ];
+    let mut made = 0;
+    for (name, junction, target, path) in cases {
+        if link(&root.join(name), &target, junction).is_none() {
+            row("read", path, "skipped: this system cannot make the link");
+            continue;
+        }
+        made += 1;
+        let text = err_text(&gimlet.call("read", json!({"path": path})).await);
+        assert!(!text.contains("secret"), "{path}: {text}");
+        row("read", path, "refused");
+        let text = err_text(
+            &gimlet
+                .call("write", json!({"path": path, "content": "planted"}))
+                .await,
+        );
+        assert!(!text.is_empty(), "{path}");
+        assert_eq!(
+            std::fs::read_to_string(outside_dir.path().join("secret.txt")).unwrap(),
+            "secret"
+        );
+        row("write", path, "refused");
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "links made and tried: {made} of 3 (Wine 8 cannot make junctions or symbolic links)"
+    );
+    gimlet.stop().await;
+}
+
+/// A protected path spelled with other capitals (`.GIT\config`, `.Vscode\settings.json`) asks
+/// as `.git/config` does; declined, nothing is written.
+#[tokio::test]
+async fn differently_cased_protected_paths_ask() {
+    let client = TestClient::answering(|_| {
+        ElicitResult::new(ElicitationAction::Accept).with_content(json!({"decision": "deny"}))
+    });
+    let gimlet = Gimlet::start_with(client, &[]).await;
+    gimlet.write(".git/config", "[core]\n");
+    gimlet.write(".vscode/settings.json", "{}\n");
+    gimlet.write(".git/hooks/pre-commit", "exit 0\n");
+    for (path, on_disk) in [
+        (r".GIT\config", ".git/config"),
+        (r".Git\CONFIG", ".git/config"),
+        (r".Vscode\settings.json", ".vscode/settings.json"),
+        (r".VSCODE\Settings.JSON", ".vscode/settings.json"),
+        (r".git\HOOKS\pre-commit", ".git/hooks/pre-commit"),
+    ] {
+        // Read first, as an edit must; a read of these is not asked about.
+        ok_text(&gimlet.call("read", json!({"path": path})).await);
+        let before = gimlet.handler.elicitations.lock().unwrap().len();
+        let text = err_text(
+            &gimlet
+                .call("write", json!({"path": path, "content": "planted\n"}))
+                .await,
+        );
+        assert!(text.contains("declined"), "{path}: {text}");
+        let asked = gimlet.handler.elicitations.lock().unwrap().len();
+        assert_eq!(asked, before + 1, "{path}: no question was asked");
+        let content = std::fs::read_to_string(gimlet.root().join(on_disk)).unwrap_or_default();
+        assert!(!content.contains("planted"), "{path}: {content}");
+        row("write", path, "asked (protected), declined, unchanged");
+    }
+    // New files: no spelling on disk to take, so only the folded comparison catches them.
+    for path in [r".HUSKY\pre-commit", ".Mcp.JSON"] {
+        let before = gimlet.handler.elicitations.lock().unwrap().len();
+        let text = err_text(
+            &gimlet
+                .call("write", json!({"path": path, "content": "planted\n"}))
+                .await,
+        );
+        assert!(text.contains("declined"), "{path}: {text}");
+        let asked = gimlet.handler.elicitations.lock().unwrap().len();
+        assert_eq!(asked, before + 1, "{path}: no question was asked");
+        assert!(!gimlet.root().join(path).exists(), "{path}");
+        row(
+            "write",
+            path,
+            "new: asked (protected), declined, not created",
+        );
+    }
+    gimlet.stop().await;
+}
+
+/// `cmd`, without a sandbox, allowed by a rule; a `bash` call starts a grandchild that appends
+/// to a file every second and outlives the shell. When the call returns, the Job Object has
+/// killed it: the file stops growing.
+#[tokio::test]
+async fn the_job_object_kills_a_grandchild_that_outlives_the_shell() {
+    let config = r#"
+[tools.bash]
+shell = 'C:\windows\system32\cmd.exe'
+
+[[permissions.rules]]
+action = "allow"
+tool = "bash"
+pattern = "*"
+"#;
+    let (gimlet, _config) =
+        Gimlet::start_with_config(TestClient::default(), config, &["--sandbox", "off"]).await;
+    // `cmd` gets the line as written: quotes stay quotes.
+    let text = ok_text(
+        &gimlet
+            .call("bash", json!({"command": "echo \"a  b\""}))
+            .await,
+    );
+    assert!(text.starts_with("\"a  b\""), "{text}");
+    row("bash", "echo \"a  b\" (cmd)", "ok, quotes kept");
+    let beat = gimlet.root().join("beat.txt");
+    let command = "start /b cmd /c \"for /l %i in (1,1,60) do (echo x>>beat.txt & ping -n 2 127.0.0.1 >nul)\" & ping -n 3 127.0.0.1 >nul";
+    let text = ok_text(&gimlet.call("bash", json!({"command": command})).await);
+    assert!(text.contains("exit code 0"), "{text}");
+    let size = || std::fs::metadata(&beat).map_or(0, |m| m.len());
+    assert!(size() > 0, "the grandchild never ran: {text}");
+    // Alive, it appends every second; give it four chances to show it is.
+    let after_call = size();
+    let grew = eventually(Duration::from_secs(4), || size() > after_call).await;
+    assert!(
+        !grew,
+        "the grandchild outlived the call: {after_call} bytes, then {}",
+        size()
+    );
+    row(
+        "bash",
+        "start /b a grandchild (cmd, --sandbox off)",
+        "killed with the call",
+    );
+    gimlet.stop().await;
+}
