@@ -192,13 +192,13 @@ pub fn write_checked_against(
             }
             // A file system without hard links (FAT): check, then rename.
             Err(_) if std::fs::symlink_metadata(&target).is_err() => {
-                std::fs::rename(&temp_path, &target).map_err(io)
+                rename_replacing(&temp_path, &target).map_err(io)
             }
             Err(_) => Err(WriteError::Changed { path: path.clone() }),
         }
     } else {
         match matches(&dir, &name, expected, was) {
-            Ok(true) => std::fs::rename(&temp_path, &target).map_err(io),
+            Ok(true) => rename_replacing(&temp_path, &target).map_err(io),
             Ok(false) => Err(WriteError::Changed { path: path.clone() }),
             Err(e) => Err(io(e)),
         }
@@ -210,6 +210,36 @@ pub fn write_checked_against(
     apply_mode(&target, ownership).map_err(io)?;
     let meta = std::fs::metadata(&target).map_err(io)?;
     Ok((meta, hash))
+}
+
+/// `std::fs::rename`, tried again for a moment while the target is held open: Windows refuses
+/// to replace a file another process (or gimlet's own reader of it) has open without delete
+/// sharing, and where it lacks POSIX rename semantics (before Windows 10 1607; Wine) it refuses
+/// while anyone has it open. Antivirus scanners and indexers hold files briefly the same way;
+/// git for Windows and npm retry these errors too. Up to about a second, then the error.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "file writes run on blocking threads (ctx.blocking), never on the runtime"
+)]
+pub(crate) fn rename_replacing(from: &Path, to: &Path) -> std::io::Result<()> {
+    /// `ERROR_SHARING_VIOLATION`; `ERROR_ACCESS_DENIED` comes as `PermissionDenied`.
+    const SHARING_VIOLATION: i32 = 32;
+    let mut wait = std::time::Duration::from_millis(5);
+    let mut waited = std::time::Duration::ZERO;
+    loop {
+        match std::fs::rename(from, to) {
+            Err(err)
+                if (err.kind() == std::io::ErrorKind::PermissionDenied
+                    || err.raw_os_error() == Some(SHARING_VIOLATION))
+                    && waited < std::time::Duration::from_secs(1) =>
+            {
+                std::thread::sleep(wait);
+                waited += wait;
+                wait = (wait * 2).min(std::time::Duration::from_millis(200));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Replaces (or creates) the file at `resolved` with `bytes`, atomically, whatever is there.

@@ -149,11 +149,13 @@ fn put_in(s: &mut Staged) -> Result<(), WriteError> {
     let target = s.dir.path().join(&s.name);
     if std::fs::symlink_metadata(&target).is_ok() {
         let aside = temp_name(&s.name, "txn");
-        std::fs::rename(&target, s.dir.path().join(&aside)).map_err(|e| s.io(e))?;
+        crate::fs::atomic_write::rename_replacing(&target, &s.dir.path().join(&aside))
+            .map_err(|e| s.io(e))?;
         s.aside = Some(aside);
     }
     if let Some((temp, _)) = &s.temp
-        && let Err(err) = std::fs::rename(s.dir.path().join(temp), &target)
+        && let Err(err) =
+            crate::fs::atomic_write::rename_replacing(&s.dir.path().join(temp), &target)
     {
         // Back as it was before returning the error.
         if let Some(aside) = s.aside.take() {
