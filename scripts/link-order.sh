@@ -5,8 +5,9 @@
 # maps code 64 KiB around every page first run, so spread out they kept most of the binary's
 # code resident (docs/performance.md, "Memory").
 #
-#   scripts/link-order.sh           writes the file
-#   scripts/link-order.sh --check   says whether the release build still has its functions (CI)
+#   scripts/link-order.sh                  writes the file, and link/functions.order.stamp
+#   scripts/link-order.sh --check          says whether the names can still be current (CI; no build)
+#   scripts/link-order.sh --check-binary   says whether the release build still has its functions
 #
 # Symbol names carry hashes of the crates' build settings, and `cargo bench` builds the binary
 # with the features the dev-dependencies add: the file lists the names of each build (the one
@@ -19,13 +20,41 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 
+# What the names' hashes are made of (cargo's `-C metadata` of each crate): the compiler, every
+# package of the resolved graph with its features and dependencies, and the profiles. One
+# SHA-256; paths of the workspace's own packages left out, so a clone anywhere has the same.
+build_stamp() {
+  {
+    rustc -vV
+    cargo metadata --format-version 1 --locked --offline | python3 -c '
+import json, re, sys
+local = lambda s: re.sub(r"path\+file://[^#]*#", "path#", s)
+for node in sorted(json.load(sys.stdin)["resolve"]["nodes"], key=lambda n: local(n["id"])):
+    deps = sorted(local(d["pkg"]) + str(sorted(map(str, d["dep_kinds"]))) for d in node["deps"])
+    print(local(node["id"]), sorted(node["features"]), deps)
+'
+    sed -n '/^\[profile/,/^\[[^p]/p' Cargo.toml
+  } | sha256sum | cut -d' ' -f1
+}
+
 if [[ "${1:-}" == "--check" ]]; then
   # Symbol names change with the crates' build hashes (a dependency added or updated renames
   # every gimlet function): a stale file orders nothing of gimlet's, and the code a session runs
-  # spreads over the binary again (3 MiB more resident at rest). The file names each gimlet
-  # function two or three times (the release build's, the benchmark's and the portable build's
-  # name), so a current file has a third to a half of its gimlet names in the release binary;
-  # a fifth is the floor.
+  # spreads over the binary again (3 MiB more resident at rest). The stamp records what those
+  # hashes were made of when the file was written; any difference means the names may be gone.
+  # (It errs towards "stale": a change to the graph that renames nothing still asks for a run.)
+  if [[ "$(build_stamp)" != "$(cat link/functions.order.stamp 2>/dev/null)" ]]; then
+    echo "link/functions.order is stale: the compiler, the dependency graph or a profile changed since it was written; run scripts/link-order.sh (needs valgrind) and commit both files" >&2
+    exit 1
+  fi
+  echo "link/functions.order: written for this compiler, dependency graph and profiles"
+  exit 0
+fi
+
+if [[ "${1:-}" == "--check-binary" ]]; then
+  # The file names each gimlet function two or three times (the release build's, the
+  # benchmark's and the portable build's name), so a current file has a third to a half of its
+  # gimlet names in the release binary; a fifth is the floor.
   cargo build --release --locked -q
   present="$(nm --defined-only target/release/gimlet | awk 'NF == 3 { print $3 }' | sort -u)"
   named="$(grep gimlet link/functions.order | sort -u)"
@@ -82,4 +111,5 @@ else
   echo "cargo-zigbuild not found: the portable build's names are left out" >&2
 fi
 for binary in "${builds[@]}"; do profile "$binary"; done | awk '!seen[$0]++' > link/functions.order
+build_stamp > link/functions.order.stamp
 echo "link/functions.order: $(wc -l < link/functions.order) functions"

@@ -154,6 +154,10 @@ async fn parallel_edits_of_one_file_all_land() {
     gimlet.stop().await;
 }
 
+#[cfg_attr(
+    windows,
+    ignore = "Windows checks the old file just before the rename, not in one step with it: an append in that instant is lost (docs/security.md)"
+)]
 #[tokio::test]
 async fn edits_racing_an_appender_lose_no_append() {
     use std::io::Write as _;
