@@ -116,6 +116,19 @@ fn metadata(result: &CallToolResult) -> Value {
     serde_json::to_value(result).unwrap()["_meta"]["gimlet/metadata"].clone()
 }
 
+/// An `lsp` answer without its last line, the server's status, which must be there: `server
+/// [complete]`, or `server [partial: …]` from a server still at work.
+fn answer<'a>(text: &'a str, server: &str) -> &'a str {
+    let text = text.trim_end();
+    let (body, status) = text.rsplit_once('\n').unwrap_or(("", text));
+    assert!(
+        status == format!("{server} [complete]")
+            || status.starts_with(&format!("{server} [partial: ")),
+        "the status line of {text:?}"
+    );
+    body.trim_end()
+}
+
 /// The line of `text` that starts with `prefix`.
 fn line_starting<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     text.lines().find(|l| l.starts_with(prefix))
@@ -153,7 +166,7 @@ async fn a_python_type_error_is_appended_then_cleared_and_old_errors_are_marked(
         "{old}"
     );
     assert!(
-        text.contains("basedpyright reports 2 errors in app.py, 1 new with this change"),
+        text.contains("basedpyright [complete] reports 2 errors in app.py, 1 new with this change"),
         "{text}"
     );
     let meta = &metadata(&broken)["diagnostics"][0];
@@ -194,7 +207,9 @@ async fn a_python_type_error_is_appended_then_cleared_and_old_errors_are_marked(
         .await,
     );
     assert!(
-        clean.contains("basedpyright: no errors in app.py (1 error fixed by this change)."),
+        clean.contains(
+            "basedpyright [complete]: no errors in app.py (1 error fixed by this change)."
+        ),
         "{clean}"
     );
 
@@ -248,19 +263,22 @@ async fn python_navigation_finds_the_right_places() {
         .await,
     );
     assert_eq!(
-        definition.trim(),
+        answer(&definition, "basedpyright"),
         "shapes.py:12:5: def total_area(shapes: list[Circle]) -> float:"
     );
     // The same by line and column (1-based, in characters).
     let by_column = ok_text(
         &lsp(json!({"operation": "definition", "path": "app.py", "line": 3, "column": 9})).await,
     );
-    assert_eq!(by_column.trim(), "shapes.py:4:7: class Circle:");
+    assert_eq!(
+        answer(&by_column, "basedpyright"),
+        "shapes.py:4:7: class Circle:"
+    );
 
     let references = ok_text(
         &lsp(json!({"operation": "references", "path": "shapes.py", "symbol": "Circle"})).await,
     );
-    let places: Vec<&str> = references
+    let places: Vec<&str> = answer(&references, "basedpyright")
         .lines()
         .map(|l| l.split(": ").next().unwrap())
         .collect();
@@ -542,7 +560,8 @@ async fn typescript_errors_and_definitions() {
     let fixed = ok_text(&edit(&gimlet, "src/index.ts", "add(1, \"2\")", "add(1, 2)").await);
     assert!(
         fixed.contains(
-            "typescript-language-server: no errors in src/index.ts (1 error fixed by this change)."
+            "typescript-language-server [complete]: no errors in src/index.ts (1 error fixed by this \
+             change)."
         ),
         "{fixed}"
     );
@@ -552,7 +571,7 @@ async fn typescript_errors_and_definitions() {
             .await,
     );
     assert_eq!(
-        definition.trim(),
+        answer(&definition, "typescript-language-server"),
         "src/math.ts:1:17: export function add(a: number, b: number): number {"
     );
     gimlet.stop().await;
@@ -624,7 +643,7 @@ async fn clangd_errors_and_definitions() {
             .await,
     );
     assert_eq!(
-        definition.trim(),
+        answer(&definition, "clangd"),
         "main.c:3:12: static int square(int x) { return x * x; }"
     );
     gimlet.stop().await;
@@ -804,8 +823,9 @@ async fn the_diagnostics_wait_holds_up_no_other_call() {
         ok_text(&waiting.await)
     };
     assert!(
-        written
-            .contains("python3: no diagnostics for new.fake within 8.0 s (it is busy: Indexing)"),
+        written.contains(
+            "python3 [partial: still busy: Indexing]: no diagnostics for new.fake within 8.0 s"
+        ),
         "{written}"
     );
     gimlet.stop().await;

@@ -196,15 +196,12 @@ impl Tool for LspTool {
                     .content
                     .push(crate::vocab::Content::Text(format!("note: {note}.")));
             }
-            let busy = client.busy();
-            if !busy.is_empty() {
-                output.content.push(crate::vocab::Content::Text(format!(
-                    "note: {} is still busy ({}): the answer may be incomplete; ask again shortly.",
-                    client.name,
-                    busy.join(", ")
-                )));
+            let status = client.status(None);
+            if args.operation != LspOperation::Diagnostics {
+                output = with_status(output, &client.name, &status);
             }
             return Ok(output
+                .with_metadata("completeness", json!(status.word()))
                 .with_metadata("server", json!(client.name))
                 .with_metadata("server_pid", json!(client.pid()))
                 .with_metadata("sandboxed", json!(client.sandboxed)));
@@ -228,7 +225,7 @@ async fn answer(
         // across files wait for its first report on this one, at most `wait_ms`.
         let until = tokio::time::Instant::now() + lsp.wait();
         let _ = client
-            .wait_for(file, &synced, until, ctx.cancellation())
+            .report(file, &synced, until, ctx.cancellation())
             .await;
     }
     match args.operation {
@@ -238,21 +235,16 @@ async fn answer(
         LspOperation::Diagnostics => {
             let wait =
                 tokio::time::Instant::now() + lsp.wait().max(std::time::Duration::from_secs(1));
-            let published = match client
-                .wait_for(file, &synced, wait, ctx.cancellation())
-                .await
-            {
-                Waited::Reported(published) => Some(published),
-                Waited::TimedOut => client.published(file),
+            let report = match client.report(file, &synced, wait, ctx.cancellation()).await {
+                Waited::Reported(report) => Some(report),
+                // What it said last, for whichever text: marked as such.
+                Waited::TimedOut => client.published(file).map(|published| crate::lsp::Report {
+                    published,
+                    basis: crate::lsp::diagnostics::Basis::Unversioned,
+                }),
                 Waited::Exited(reason) => return Err(ToolError::failed(client.gone(reason))),
             };
-            Ok(file_diagnostics(
-                ctx,
-                client,
-                file,
-                &text,
-                published.as_ref(),
-            ))
+            Ok(file_diagnostics(ctx, client, file, &text, report.as_ref()))
         }
         LspOperation::DocumentSymbols => {
             let result = request(
@@ -516,37 +508,75 @@ fn find_word(line: &str, word: &str) -> Option<usize> {
     None
 }
 
-/// A file's diagnostics, every severity but hints.
+/// A file's diagnostics, every severity but hints, after the server's name and status.
 fn file_diagnostics(
     ctx: &ToolContext,
     client: &Client,
     file: &Path,
     text: &str,
-    published: Option<&crate::lsp::Published>,
+    report: Option<&crate::lsp::Report>,
 ) -> ToolOutput {
     let display = ctx.roots().display(file);
-    let Some(published) = published else {
-        let busy = client.busy();
-        let why = if busy.is_empty() {
-            String::new()
-        } else {
-            format!(" (it is busy: {})", busy.join(", "))
-        };
+    let Some(report) = report else {
+        let status = client.status(None);
         return ToolOutput::text(format!(
-            "{} has not reported on `{display}` yet{why}; ask again shortly.",
-            client.name
-        ));
+            "{} {}: no report on `{display}` yet; ask again shortly.",
+            client.name,
+            status.marker()
+        ))
+        .with_metadata("completeness", json!(status.word()));
     };
-    let lines = diagnostic_lines(&display, Some(text), &published.items);
-    if lines.is_empty() {
-        return ToolOutput::text(format!("{}: no problems in {display}.", client.name));
+    let status = client.status(Some(report.basis));
+    let lines = diagnostic_lines(&display, Some(text), &report.published.items);
+    let server = format!("{} {}", client.name, status.marker());
+    let output = if lines.is_empty() && status.partial() {
+        ToolOutput::text(format!(
+            "{server}: no problems in {display} so far; it may report more when it is done: \
+             ask again then."
+        ))
+    } else if lines.is_empty() {
+        ToolOutput::text(format!("{server}: no problems in {display}."))
+    } else {
+        ToolOutput::text(format!(
+            "{server} reports {} in {display}:\n{}",
+            crate::text::counted(lines.len(), "problem", "problems"),
+            lines.join("\n")
+        ))
+    };
+    output.with_metadata("completeness", json!(status.word()))
+}
+
+/// An answer with the server's status as its last line: `server [complete]`, or, from a
+/// server still loading, `[partial: …]` and what that means (an empty answer is "none so
+/// far", never "none").
+fn with_status(mut output: ToolOutput, server: &str, status: &crate::lsp::Status) -> ToolOutput {
+    let line = if status.partial() {
+        format!(
+            "{server} {}: the answer may be incomplete; ask again when it is done.",
+            status.marker()
+        )
+    } else {
+        format!("{server} {}", status.marker())
+    };
+    if status.partial() && output.metadata.get("total") == Some(&json!(0)) {
+        for content in &mut output.content {
+            if let crate::vocab::Content::Text(text) = content
+                && let Some(rest) = text.strip_prefix("No ")
+            {
+                *text = format!("No {} so far.\n", rest.trim_end().trim_end_matches('.'));
+            }
+        }
     }
-    ToolOutput::text(format!(
-        "{} reports {} in {display}:\n{}",
-        client.name,
-        crate::text::counted(lines.len(), "problem", "problems"),
-        lines.join("\n")
-    ))
+    match output.content.last_mut() {
+        Some(crate::vocab::Content::Text(text)) => {
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&line);
+        }
+        _ => output.content.push(crate::vocab::Content::Text(line)),
+    }
+    output
 }
 
 fn diagnostic_lines(
