@@ -17,14 +17,14 @@ use serde_json::{Value, json};
 use crate::common::{Gimlet, TestClient, command, err_text, eventually, ok_text, sandbox_works};
 
 /// Long enough for a cold start on a busy machine; the wait ends when the server reports.
-const CONFIG: &str = "[lsp]\nwait_ms = 90000\nrequest_timeout_ms = 90000\n";
+pub(super) const CONFIG: &str = "[lsp]\nwait_ms = 90000\nrequest_timeout_ms = 90000\n";
 
 fn skip(why: &str) {
     let _ = writeln!(std::io::stderr(), "skipped: {why}");
 }
 
 /// Where `.ci/lsp-servers.sh` installs the servers.
-fn servers_dir() -> PathBuf {
+pub(super) fn servers_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("GIMLET_LSP_SERVERS") {
         return PathBuf::from(dir);
     }
@@ -36,7 +36,7 @@ fn servers_dir() -> PathBuf {
 }
 
 /// A `PATH` with the installed servers first, if `server` is among them.
-fn path_with(server: &str) -> Option<OsString> {
+pub(super) fn path_with(server: &str) -> Option<OsString> {
     let dir = servers_dir();
     let bins = [dir.join("venv/bin"), dir.join("npm/node_modules/.bin")];
     if !bins.iter().any(|b| b.join(server).is_file()) {
@@ -55,7 +55,11 @@ fn path_with(server: &str) -> Option<OsString> {
 }
 
 /// `gimlet serve` on a copy of a fixture project, with `PATH` as given.
-async fn start(path: &OsString, fixture: &str, config: &str) -> (Gimlet, tempfile::TempDir) {
+pub(super) async fn start(
+    path: &OsString,
+    fixture: &str,
+    config: &str,
+) -> (Gimlet, tempfile::TempDir) {
     let root = tempfile::Builder::new()
         .prefix("gimlet-lsp")
         .tempdir()
@@ -112,7 +116,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// The result's `gimlet/metadata`.
-fn metadata(result: &CallToolResult) -> Value {
+pub(super) fn metadata(result: &CallToolResult) -> Value {
     serde_json::to_value(result).unwrap()["_meta"]["gimlet/metadata"].clone()
 }
 

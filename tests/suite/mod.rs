@@ -10,6 +10,7 @@ mod hostile;
 pub(crate) mod http;
 mod initialize;
 mod lsp;
+mod lsp_fresh;
 mod more_tools;
 pub(crate) mod permissions;
 mod protocol;
