@@ -19,7 +19,7 @@ use crate::common::{Gimlet, TestClient, command, err_text, eventually, ok_text, 
 /// Long enough for a cold start on a busy machine; the wait ends when the server reports.
 pub(super) const CONFIG: &str = "[lsp]\nwait_ms = 90000\nrequest_timeout_ms = 90000\n";
 
-fn skip(why: &str) {
+pub(super) fn skip(why: &str) {
     let _ = writeln!(std::io::stderr(), "skipped: {why}");
 }
 
@@ -138,7 +138,7 @@ fn line_starting<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     text.lines().find(|l| l.starts_with(prefix))
 }
 
-async fn edit(gimlet: &Gimlet, path: &str, old: &str, new: &str) -> CallToolResult {
+pub(super) async fn edit(gimlet: &Gimlet, path: &str, old: &str, new: &str) -> CallToolResult {
     gimlet
         .call(
             "edit",
@@ -732,7 +732,7 @@ async fn requests_time_out_and_are_cancelled_and_a_flood_stops_the_server() {
 }
 
 /// A program on `PATH`.
-fn which(program: &str) -> Option<PathBuf> {
+pub(super) fn which(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join(program))

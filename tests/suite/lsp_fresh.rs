@@ -3,6 +3,10 @@
 //! CLI, `tsc --noEmit`, `clangd --check`). A report that differs is stale; one that says
 //! "no errors" where the compiler finds some is a false clean.
 //!
+//! Then, against a scripted server (`fake_diagnostics_server.py`): pull diagnostics with
+//! `previousResultId`, a report without a version marked as possibly stale, and answers from a
+//! server still loading marked partial, an empty one never "none".
+//!
 //! `GIMLET_FRESHNESS_EDITS` sets the number of edits per server (default 40; the issue's
 //! figure is 300), `GIMLET_FRESHNESS_SEED` the seed. A server that is not installed skips.
 
@@ -13,7 +17,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::lsp::{CONFIG, metadata, path_with, servers_dir, start};
+use super::lsp::{CONFIG, edit, metadata, path_with, servers_dir, skip, start, which};
 use crate::common::ok_text;
 
 /// One language's case: a file of independent lines, each with a good and a broken form.
@@ -153,7 +157,7 @@ async fn run_script(case: &Case, edits: u64, seed: u64) -> Option<Vec<(String, S
     gimlet.write(case.file, case.text(&broken));
     ok_text(&gimlet.call("read", json!({"path": case.file})).await);
     let mut rng = Rng(seed.max(1));
-    let mut seen = Vec::new();
+    let mut results = Vec::new();
     for step in 0..edits {
         let slot = rng.below(case.slots.len());
         let (good, bad) = case.slots[slot];
@@ -176,10 +180,10 @@ async fn run_script(case: &Case, edits: u64, seed: u64) -> Option<Vec<(String, S
             "{}: step {step} (seed {seed}) got no report: {text}",
             case.server
         );
-        seen.push((case.text(&broken), text));
+        results.push((case.text(&broken), text));
     }
     gimlet.stop().await;
-    Some(seen)
+    Some(results)
 }
 
 /// The batch compiler's error lines for each distinct text, by text.
@@ -269,15 +273,15 @@ fn batch(case: &Case, texts: &[&String]) -> BTreeMap<String, Vec<usize>> {
 async fn fresh(case: Case) {
     let edits = env_number("GIMLET_FRESHNESS_EDITS", 40);
     let seed = env_number("GIMLET_FRESHNESS_SEED", 35);
-    let Some(seen) = run_script(&case, edits, seed).await else {
+    let Some(results) = run_script(&case, edits, seed).await else {
         return;
     };
-    let mut distinct: Vec<&String> = seen.iter().map(|(text, _)| text).collect();
+    let mut distinct: Vec<&String> = results.iter().map(|(text, _)| text).collect();
     distinct.sort();
     distinct.dedup();
     let expected = tokio::task::block_in_place(|| batch(&case, &distinct));
     let (mut stale, mut false_clean, mut marked) = (Vec::new(), 0, 0);
-    for (step, (text, result)) in seen.iter().enumerate() {
+    for (step, (text, result)) in results.iter().enumerate() {
         let want = &expected[text];
         let got = reported_lines(result, case.file);
         if result.contains("may be stale") || result.contains("[partial") {
@@ -292,7 +296,7 @@ async fn fresh(case: Case) {
             ));
         }
     }
-    let errors: usize = seen
+    let errors: usize = results
         .iter()
         .map(|(t, _)| usize::from(!expected[t].is_empty()))
         .sum();
@@ -302,7 +306,7 @@ async fn fresh(case: Case) {
             "freshness {}: {} edits (seed {seed}), {} texts with errors, {} distinct texts; \
              {} stale, {false_clean} false clean, {marked} marked partial or possibly stale\n",
             case.server,
-            seen.len(),
+            results.len(),
             errors,
             distinct.len(),
             stale.len()
@@ -333,6 +337,134 @@ async fn typescript_diagnostics_match_tsc_after_every_edit() {
 #[tokio::test(flavor = "multi_thread")]
 async fn c_diagnostics_match_clangd_check_after_every_edit() {
     fresh(C).await;
+}
+
+/// `gimlet serve` with the scripted server in `mode` for `*.fake` files.
+async fn scripted(mode: &str) -> Option<(crate::common::Gimlet, tempfile::TempDir)> {
+    let Some(python) = which("python3") else {
+        skip("no python3 for the scripted server");
+        return None;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/gimlet-tools/fixtures/lsp/fake_diagnostics_server.py");
+    let config = format!(
+        "[lsp]\nwait_ms = 20000\nrequest_timeout_ms = 20000\n\
+         [lsp.servers.fake]\ncommand = [{python:?}, {script:?}, {mode:?}, \"fake.log\"]\n\
+         extensions = [\"fake\"]\n",
+        python = python.display().to_string(),
+        script = script.display().to_string(),
+    );
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let (gimlet, config) = start(&path, "", &config).await;
+    gimlet.write("a.fake", "fine\n");
+    ok_text(&gimlet.call("read", json!({"path": "a.fake"})).await);
+    Some((gimlet, config))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pulled_diagnostics_are_for_the_text_sent_and_loading_answers_are_partial() {
+    let Some((gimlet, _config)) = scripted("pull").await else {
+        return;
+    };
+    let broken = edit(&gimlet, "a.fake", "fine", "ERROR here").await;
+    let text = ok_text(&broken);
+    assert!(
+        text.contains(
+            "python3 [complete] reports 1 error in a.fake, caused by this change; please fix:\n\
+             a.fake:1:1 error scripted error"
+        ),
+        "{text}"
+    );
+    let meta = &metadata(&broken)["diagnostics"][0];
+    assert_eq!(
+        (&meta["freshness"], &meta["fresh"], &meta["completeness"]),
+        (&json!("pull"), &json!(true), &json!("complete")),
+        "{meta}"
+    );
+    let fixed = ok_text(&edit(&gimlet, "a.fake", "ERROR here", "fine again").await);
+    assert!(
+        fixed.contains("python3 [complete]: no errors in a.fake (1 error fixed by this change)."),
+        "{fixed}"
+    );
+    // Asked again with nothing changed: the last result id goes along, the server says
+    // `unchanged`, and the answer is the same.
+    let again = ok_text(
+        &gimlet
+            .call("lsp", json!({"operation": "diagnostics", "path": "a.fake"}))
+            .await,
+    );
+    assert_eq!(again.trim(), "python3 [complete]: no problems in a.fake.");
+    let log = std::fs::read_to_string(gimlet.root().join("fake.log")).unwrap();
+    assert!(
+        log.lines()
+            .filter(|l| l.starts_with("textDocument/diagnostic "))
+            .any(|l| l.contains("\"previousResultId\"")),
+        "{log}"
+    );
+
+    // While the server loads, an empty answer is "so far", and every answer says partial.
+    let loading = edit(&gimlet, "a.fake", "fine again", "LOADING").await;
+    let text = ok_text(&loading);
+    assert!(
+        text.contains(
+            "python3 [partial: still busy: Loading project: 3/40 files (7%)]: no errors in \
+             a.fake so far; it may report more when it is done"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        metadata(&loading)["diagnostics"][0]["completeness"],
+        "partial"
+    );
+    let references = gimlet
+        .call(
+            "lsp",
+            json!({"operation": "references", "path": "a.fake", "line": 1}),
+        )
+        .await;
+    let text = ok_text(&references);
+    assert_eq!(
+        text.trim(),
+        "No references so far.\npython3 [partial: still busy: Loading project: 3/40 files (7%)]: \
+         the answer may be incomplete; ask again when it is done."
+    );
+    assert_eq!(metadata(&references)["completeness"], "partial");
+
+    // Done loading: complete again, and an empty answer is "none".
+    ok_text(&edit(&gimlet, "a.fake", "LOADING", "loaded").await);
+    let references = ok_text(
+        &gimlet
+            .call(
+                "lsp",
+                json!({"operation": "references", "path": "a.fake", "line": 1}),
+            )
+            .await,
+    );
+    assert_eq!(references.trim(), "No references.\npython3 [complete]");
+    gimlet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_report_without_a_version_is_marked_as_possibly_stale() {
+    let Some((gimlet, _config)) = scripted("unversioned").await else {
+        return;
+    };
+    let broken = edit(&gimlet, "a.fake", "fine", "ERROR here").await;
+    let text = ok_text(&broken);
+    assert!(
+        text.contains(
+            "python3 [complete; may be stale: the server did not say which version of the file \
+             it checked] reports 1 error in a.fake"
+        ),
+        "{text}"
+    );
+    let meta = &metadata(&broken)["diagnostics"][0];
+    assert_eq!(
+        (&meta["freshness"], &meta["fresh"]),
+        (&json!("published"), &json!(false)),
+        "{meta}"
+    );
+    gimlet.stop().await;
 }
 
 #[test]
