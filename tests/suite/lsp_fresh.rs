@@ -391,6 +391,15 @@ async fn pulled_diagnostics_are_for_the_text_sent_and_loading_answers_are_partia
         (&json!("pull"), &json!(true), &json!("complete")),
         "{meta}"
     );
+    let every = ok_text(
+        &gimlet
+            .call("lsp", json!({"operation": "diagnostics"}))
+            .await,
+    );
+    assert_eq!(
+        every.trim(),
+        "python3 [complete]: 1 problem\na.fake:1:1 error scripted error"
+    );
     let fixed = ok_text(&edit(&gimlet, "a.fake", "ERROR here", "fine again").await);
     assert!(
         fixed.contains("python3 [complete]: no errors in a.fake (1 error fixed by this change)."),
@@ -439,6 +448,15 @@ async fn pulled_diagnostics_are_for_the_text_sent_and_loading_answers_are_partia
          the answer may be incomplete; ask again when it is done."
     );
     assert_eq!(metadata(&references)["completeness"], "partial");
+    let every = gimlet
+        .call("lsp", json!({"operation": "diagnostics"}))
+        .await;
+    assert_eq!(
+        ok_text(&every).trim(),
+        "No problems in the files the language servers have seen so far.\npython3 [partial: \
+         still busy: Loading project: 3/40 files (7%)]: it may report more when it is done."
+    );
+    assert_eq!(metadata(&every)["completeness"], "partial");
 
     // Done loading: complete again, and an empty answer is "none".
     ok_text(&edit(&gimlet, "a.fake", "LOADING", "loaded").await);

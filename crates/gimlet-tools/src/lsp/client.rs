@@ -384,6 +384,11 @@ impl Client {
         all
     }
 
+    /// The version of a file the server has open, if it is.
+    pub(crate) async fn open_version(&self, path: &Path) -> Option<i32> {
+        self.documents.lock().await.get(path).map(|d| d.version)
+    }
+
     /// The text the server has of a file, if it is open.
     pub(crate) async fn open_text(&self, path: &Path) -> Option<String> {
         self.documents

@@ -75,6 +75,9 @@ pub(crate) enum Basis {
     Later,
     /// Published without a version, after the change: it may be for an older text.
     Unversioned,
+    /// Published for an older version than the server has now (a list of every file's last
+    /// report, not a wait for one).
+    Older,
 }
 
 /// What a publication for `published` (its version, if the server said) is worth to a wait
@@ -116,6 +119,9 @@ impl Status {
             Some(Basis::Unversioned) => text.push_str(
                 "; may be stale: the server did not say which version of the file it checked",
             ),
+            Some(Basis::Older) => {
+                text.push_str("; may be stale: for an older text of the file");
+            }
             Some(Basis::Later) => {
                 text.push_str("; for a newer text of the file, changed meanwhile by another call");
             }
@@ -546,6 +552,14 @@ mod tests {
             basis: Some(Basis::Later),
         };
         assert!(later.marker().contains("changed meanwhile by another call"));
+        let older = Status {
+            busy: Vec::new(),
+            basis: Some(Basis::Older),
+        };
+        assert_eq!(
+            older.marker(),
+            "[complete; may be stale: for an older text of the file]"
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
+use crate::lsp::diagnostics::Basis;
 use crate::lsp::position::{line_at, uri_of, utf16_of_char};
 use crate::lsp::{Client, Waited};
 use crate::permission::Access;
@@ -155,7 +156,21 @@ impl Tool for LspTool {
         let Some(path) = args.path.clone() else {
             return match args.operation {
                 LspOperation::Diagnostics => all_diagnostics(ctx).await,
-                _ => workspace_symbols(&args, ctx, None).await,
+                _ => {
+                    let output = workspace_symbols(&args, ctx, None).await?;
+                    let clients = ctx.env().lsp().running();
+                    let mut partial = false;
+                    let mut output = clients.iter().fold(output, |output, client| {
+                        let status = client.status(None);
+                        partial |= status.partial();
+                        with_status(output, &client.name, &status)
+                    });
+                    output = output.with_metadata(
+                        "completeness",
+                        json!(if partial { "partial" } else { "complete" }),
+                    );
+                    Ok(output)
+                }
             };
         };
         let (file, text) = ctx
@@ -240,7 +255,7 @@ async fn answer(
                 // What it said last, for whichever text: marked as such.
                 Waited::TimedOut => client.published(file).map(|published| crate::lsp::Report {
                     published,
-                    basis: crate::lsp::diagnostics::Basis::Unversioned,
+                    basis: Basis::Unversioned,
                 }),
                 Waited::Exited(reason) => return Err(ToolError::failed(client.gone(reason))),
             };
@@ -621,7 +636,9 @@ fn diagnostic_lines(
         .collect()
 }
 
-/// The diagnostics of every file the running servers reported on.
+/// The diagnostics of every file the running servers reported on, each file's block headed by
+/// its server's marker (a report for an older text than the server has, or without a version,
+/// says it may be stale), and a line for each server still busy.
 async fn all_diagnostics(ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let clients = ctx.env().lsp().running();
     if clients.is_empty() {
@@ -629,38 +646,72 @@ async fn all_diagnostics(ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
             "No language server is running yet: servers start when a file of their language is changed or asked about. Give `path` to ask about one file.",
         ));
     }
-    let reports: Vec<(String, PathBuf, crate::lsp::Published)> = clients
-        .iter()
-        .flat_map(|c| {
-            c.all_published()
-                .into_iter()
-                .map(move |(p, d)| (c.name.clone(), p, d))
-        })
-        .filter(|(_, _, d)| !d.items.is_empty())
-        .collect();
+    let mut reports: Vec<(String, PathBuf, crate::lsp::Published, crate::lsp::Status)> = Vec::new();
+    let mut busy = Vec::new();
+    for client in &clients {
+        let status = client.status(None);
+        if status.partial() {
+            busy.push(format!(
+                "{} {}: it may report more when it is done.",
+                client.name,
+                status.marker()
+            ));
+        }
+        for (path, published) in client.all_published() {
+            if published.items.is_empty() {
+                continue;
+            }
+            let open = client.open_version(&path).await;
+            let basis = match (published.version, open) {
+                (Some(version), Some(open)) if version >= open => Basis::Versioned,
+                (Some(_), Some(_)) => Basis::Older,
+                // A file the server read from disk, not one gimlet sent: no version to match.
+                (_, None) | (None, Some(_)) => Basis::Unversioned,
+            };
+            reports.push((
+                client.name.clone(),
+                path,
+                published,
+                client.status(Some(basis)),
+            ));
+        }
+    }
+    let partial = !busy.is_empty();
     let text = ctx
         .blocking(move |ctx| {
             let mut sources = Sources::new(&ctx);
             let mut out = String::new();
-            for (server, path, published) in &reports {
+            for (server, path, published, status) in &reports {
                 let display = ctx.roots().display(path);
                 let lines = diagnostic_lines(&display, sources.text(path), &published.items);
                 if lines.is_empty() {
                     continue;
                 }
                 out.push_str(&format!(
-                    "{server}: {}\n{}\n",
+                    "{server} {}: {}\n{}\n",
+                    status.marker(),
                     crate::text::counted(lines.len(), "problem", "problems"),
                     lines.join("\n")
                 ));
             }
             if out.is_empty() {
-                out.push_str("No problems in the files the language servers have seen.\n");
+                out.push_str(if busy.is_empty() {
+                    "No problems in the files the language servers have seen.\n"
+                } else {
+                    "No problems in the files the language servers have seen so far.\n"
+                });
+            }
+            for line in &busy {
+                out.push_str(line);
+                out.push('\n');
             }
             Ok(out)
         })
         .await?;
-    Ok(ToolOutput::text(text))
+    Ok(ToolOutput::text(text).with_metadata(
+        "completeness",
+        json!(if partial { "partial" } else { "complete" }),
+    ))
 }
 
 /// `workspace_symbols`: through the file's server, or every running one.
