@@ -252,10 +252,11 @@ async fn answer(
                 tokio::time::Instant::now() + lsp.wait().max(std::time::Duration::from_secs(1));
             let report = match client.report(file, &synced, wait, ctx.cancellation()).await {
                 Waited::Reported(report) => Some(report),
-                // What it said last, for whichever text: marked as such.
+                // What it said last: marked when it is not for this text.
                 Waited::TimedOut => client.published(file).map(|published| crate::lsp::Report {
+                    basis: crate::lsp::diagnostics::basis_of(published.version, synced.version)
+                        .unwrap_or(Basis::Older),
                     published,
-                    basis: Basis::Unversioned,
                 }),
                 Waited::Exited(reason) => return Err(ToolError::failed(client.gone(reason))),
             };
