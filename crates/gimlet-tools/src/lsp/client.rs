@@ -569,3 +569,25 @@ impl Drop for Pending<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_reads_as_the_server_gave_it() {
+        let loading = Progress {
+            title: Some(String::from("Loading project")),
+            message: Some(String::from("3/40 files")),
+            percentage: Some(7),
+        };
+        assert_eq!(loading.describe(), "Loading project: 3/40 files (7%)");
+        let untitled = Progress {
+            title: None,
+            message: Some(String::from("1 file to analyze")),
+            percentage: None,
+        };
+        assert_eq!(untitled.describe(), "1 file to analyze");
+        assert_eq!(Progress::default().describe(), "working");
+    }
+}
