@@ -24,16 +24,16 @@ use crate::common::{Gimlet, TestClient, command, err_text, ok_text};
 use crate::common::{eventually, sandbox_works};
 
 /// Long enough for a cold start on a busy machine; the wait ends when the server reports.
-const CONFIG: &str = "[lsp]\nwait_ms = 90000\nrequest_timeout_ms = 90000\n";
+pub(super) const CONFIG: &str = "[lsp]\nwait_ms = 90000\nrequest_timeout_ms = 90000\n";
 
 #[cfg(unix)]
-fn skip(why: &str) {
+pub(super) fn skip(why: &str) {
     let _ = writeln!(std::io::stderr(), "skipped: {why}");
 }
 
 /// Where `.ci/lsp-servers.sh` installs the servers.
 #[cfg(unix)]
-fn servers_dir() -> PathBuf {
+pub(super) fn servers_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("GIMLET_LSP_SERVERS") {
         return PathBuf::from(dir);
     }
@@ -46,7 +46,7 @@ fn servers_dir() -> PathBuf {
 
 /// A `PATH` with the installed servers first, if `server` is among them.
 #[cfg(unix)]
-fn path_with(server: &str) -> Option<OsString> {
+pub(super) fn path_with(server: &str) -> Option<OsString> {
     let dir = servers_dir();
     let bins = [dir.join("venv/bin"), dir.join("npm/node_modules/.bin")];
     if !bins.iter().any(|b| b.join(server).is_file()) {
@@ -65,7 +65,11 @@ fn path_with(server: &str) -> Option<OsString> {
 }
 
 /// `gimlet serve` on a copy of a fixture project, with `PATH` as given.
-async fn start(path: &OsString, fixture: &str, config: &str) -> (Gimlet, tempfile::TempDir) {
+pub(super) async fn start(
+    path: &OsString,
+    fixture: &str,
+    config: &str,
+) -> (Gimlet, tempfile::TempDir) {
     let root = tempfile::Builder::new()
         .prefix("gimlet-lsp")
         .tempdir()
@@ -122,8 +126,22 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// The result's `gimlet/metadata`.
-fn metadata(result: &CallToolResult) -> Value {
+pub(super) fn metadata(result: &CallToolResult) -> Value {
     serde_json::to_value(result).unwrap()["_meta"]["gimlet/metadata"].clone()
+}
+
+/// An `lsp` answer without its last line, the server's status, which must be there: `server
+/// [complete]`, or `server [partial: …]` from a server still at work.
+#[cfg(unix)]
+fn answer<'a>(text: &'a str, server: &str) -> &'a str {
+    let text = text.trim_end();
+    let (body, status) = text.rsplit_once('\n').unwrap_or(("", text));
+    assert!(
+        status == format!("{server} [complete]")
+            || status.starts_with(&format!("{server} [partial: ")),
+        "the status line of {text:?}"
+    );
+    body.trim_end()
 }
 
 /// The line of `text` that starts with `prefix`.
@@ -132,7 +150,7 @@ fn line_starting<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     text.lines().find(|l| l.starts_with(prefix))
 }
 
-async fn edit(gimlet: &Gimlet, path: &str, old: &str, new: &str) -> CallToolResult {
+pub(super) async fn edit(gimlet: &Gimlet, path: &str, old: &str, new: &str) -> CallToolResult {
     gimlet
         .call(
             "edit",
@@ -165,7 +183,7 @@ async fn a_python_type_error_is_appended_then_cleared_and_old_errors_are_marked(
         "{old}"
     );
     assert!(
-        text.contains("basedpyright reports 2 errors in app.py, 1 new with this change"),
+        text.contains("basedpyright [complete] reports 2 errors in app.py, 1 new with this change"),
         "{text}"
     );
     let meta = &metadata(&broken)["diagnostics"][0];
@@ -206,7 +224,9 @@ async fn a_python_type_error_is_appended_then_cleared_and_old_errors_are_marked(
         .await,
     );
     assert!(
-        clean.contains("basedpyright: no errors in app.py (1 error fixed by this change)."),
+        clean.contains(
+            "basedpyright [complete]: no errors in app.py (1 error fixed by this change)."
+        ),
         "{clean}"
     );
 
@@ -261,19 +281,22 @@ async fn python_navigation_finds_the_right_places() {
         .await,
     );
     assert_eq!(
-        definition.trim(),
+        answer(&definition, "basedpyright"),
         "shapes.py:12:5: def total_area(shapes: list[Circle]) -> float:"
     );
     // The same by line and column (1-based, in characters).
     let by_column = ok_text(
         &lsp(json!({"operation": "definition", "path": "app.py", "line": 3, "column": 9})).await,
     );
-    assert_eq!(by_column.trim(), "shapes.py:4:7: class Circle:");
+    assert_eq!(
+        answer(&by_column, "basedpyright"),
+        "shapes.py:4:7: class Circle:"
+    );
 
     let references = ok_text(
         &lsp(json!({"operation": "references", "path": "shapes.py", "symbol": "Circle"})).await,
     );
-    let places: Vec<&str> = references
+    let places: Vec<&str> = answer(&references, "basedpyright")
         .lines()
         .map(|l| l.split(": ").next().unwrap())
         .collect();
@@ -560,7 +583,8 @@ async fn typescript_errors_and_definitions() {
     let fixed = ok_text(&edit(&gimlet, "src/index.ts", "add(1, \"2\")", "add(1, 2)").await);
     assert!(
         fixed.contains(
-            "typescript-language-server: no errors in src/index.ts (1 error fixed by this change)."
+            "typescript-language-server [complete]: no errors in src/index.ts (1 error fixed by this \
+             change)."
         ),
         "{fixed}"
     );
@@ -570,7 +594,7 @@ async fn typescript_errors_and_definitions() {
             .await,
     );
     assert_eq!(
-        definition.trim(),
+        answer(&definition, "typescript-language-server"),
         "src/math.ts:1:17: export function add(a: number, b: number): number {"
     );
     gimlet.stop().await;
@@ -644,7 +668,7 @@ async fn clangd_errors_and_definitions() {
             .await,
     );
     assert_eq!(
-        definition.trim(),
+        answer(&definition, "clangd"),
         "main.c:3:12: static int square(int x) { return x * x; }"
     );
     gimlet.stop().await;
@@ -731,7 +755,7 @@ async fn requests_time_out_and_are_cancelled_and_a_flood_stops_the_server() {
 
 /// A program on `PATH`.
 #[cfg(unix)]
-fn which(program: &str) -> Option<PathBuf> {
+pub(super) fn which(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join(program))
@@ -828,8 +852,9 @@ async fn the_diagnostics_wait_holds_up_no_other_call() {
         ok_text(&waiting.await)
     };
     assert!(
-        written
-            .contains("python3: no diagnostics for new.fake within 8.0 s (it is busy: Indexing)"),
+        written.contains(
+            "python3 [partial: still busy: Indexing]: no diagnostics for new.fake within 8.0 s"
+        ),
         "{written}"
     );
     gimlet.stop().await;

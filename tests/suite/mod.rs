@@ -18,6 +18,8 @@ mod hostile;
 pub(crate) mod http;
 mod initialize;
 mod lsp;
+#[cfg(unix)] // The servers and the fake server (Python) are run as Unix programs.
+mod lsp_fresh;
 mod more_tools;
 pub(crate) mod permissions;
 mod protocol;

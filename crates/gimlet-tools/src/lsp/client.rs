@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::diagnostics::{Basis, Status};
 use super::position::uri_of;
 use super::servers::ServerSpec;
 use super::spawn::{Process, kill_tree};
@@ -23,6 +24,7 @@ use super::spawn::{Process, kill_tree};
 use crate::util::MutexExt as _;
 
 mod connection;
+mod fresh;
 
 pub(crate) use connection::clip;
 use connection::{read_loop, stderr_loop, write_loop};
@@ -69,13 +71,44 @@ pub(crate) struct Published {
     pub(crate) items: Vec<lsp_types::Diagnostic>,
 }
 
+/// Work-done progress under way (`$/progress`): what the server says it is doing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Progress {
+    pub(crate) title: Option<String>,
+    pub(crate) message: Option<String>,
+    pub(crate) percentage: Option<u64>,
+}
+
+impl Progress {
+    /// `title: message (40%)`, with what the server gave.
+    pub(crate) fn describe(&self) -> String {
+        let mut text = [&self.title, &self.message]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(": ");
+        if text.is_empty() {
+            text.push_str("working");
+        }
+        if let Some(percentage) = self.percentage {
+            text.push_str(&format!(" ({percentage}%)"));
+        }
+        text
+    }
+}
+
 /// What the server told us.
 #[derive(Debug, Default)]
 struct State {
     diagnostics: HashMap<PathBuf, Published>,
     seq: u64,
-    /// Work-done progress under way: token -> title.
-    progress: HashMap<String, String>,
+    /// Work-done progress under way, by token.
+    progress: HashMap<String, Progress>,
+    /// Whether the server registered pull diagnostics (`client/registerCapability`).
+    pull_registered: bool,
+    /// The last pull result per file: its `resultId` and items (see `client/fresh.rs`).
+    pulled: HashMap<PathBuf, (String, Vec<lsp_types::Diagnostic>)>,
     /// Why the server is gone, once it is.
     exit: Option<String>,
 }
@@ -98,11 +131,20 @@ pub(crate) struct Synced {
     pub(crate) sent: bool,
 }
 
+/// A file's diagnostics for a change, and how they are tied to its text.
+#[derive(Debug, Clone)]
+pub(crate) struct Report {
+    /// The diagnostics.
+    pub(crate) published: Published,
+    /// How they belong to the text sent.
+    pub(crate) basis: Basis,
+}
+
 /// The outcome of waiting for a file's diagnostics.
 #[derive(Debug, Clone)]
 pub(crate) enum Waited {
     /// The server reported.
-    Reported(Published),
+    Reported(Report),
     /// Nothing came in time.
     TimedOut,
     /// The server is gone.
@@ -237,6 +279,7 @@ impl Client {
                 },
                 "textDocument": {
                     "synchronization": {"didSave": true, "dynamicRegistration": false},
+                    "diagnostic": {"dynamicRegistration": false, "relatedDocumentSupport": false},
                     "publishDiagnostics": {
                         "versionSupport": true,
                         "relatedInformation": false,
@@ -301,12 +344,27 @@ impl Client {
             .join(" | ")
     }
 
-    /// The titles of work-done progress under way (indexing, loading ...).
+    /// What work-done progress under way says (indexing, loading ...), at most three.
     pub(crate) fn busy(&self) -> Vec<String> {
-        let mut titles: Vec<String> = self.state.locked().progress.values().cloned().collect();
-        titles.sort();
-        titles.dedup();
-        titles
+        let mut said: Vec<String> = self
+            .state
+            .locked()
+            .progress
+            .values()
+            .map(Progress::describe)
+            .collect();
+        said.sort();
+        said.dedup();
+        said.truncate(3);
+        said
+    }
+
+    /// Whether the server is done now, with `basis` for a diagnostics report.
+    pub(crate) fn status(&self, basis: Option<Basis>) -> Status {
+        Status {
+            busy: self.busy(),
+            basis,
+        }
     }
 
     /// A file's diagnostics as last published, if any were.
@@ -324,6 +382,11 @@ impl Client {
             .collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
         all
+    }
+
+    /// The version of a file the server has open, if it is.
+    pub(crate) async fn open_version(&self, path: &Path) -> Option<i32> {
+        self.documents.lock().await.get(path).map(|d| d.version)
     }
 
     /// The text the server has of a file, if it is open.
@@ -408,53 +471,6 @@ impl Client {
                 .is_some_and(|s| s.as_bool().unwrap_or(s.is_object())),
             _ => false,
         }
-    }
-
-    /// Waits until `deadline` for a report on `path` newer than `synced`: a publication after
-    /// the change for its version (or, from a server that sends no versions, any). A server
-    /// that reports in parts ([`ServerSpec::settle`]) gets that long for the next part.
-    pub(crate) async fn wait_for(
-        &self,
-        path: &Path,
-        synced: &Synced,
-        deadline: tokio::time::Instant,
-        cancel: &CancellationToken,
-    ) -> Waited {
-        if !synced.sent {
-            // Nothing changed for the server: what it said last still holds.
-            if let Some(published) = self.published(path) {
-                return Waited::Reported(published);
-            }
-        }
-        let mut got: Option<Published> = None;
-        loop {
-            let notified = self.changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            {
-                let state = self.state.locked();
-                if let Some(p) = state.diagnostics.get(path)
-                    && p.seq > got.as_ref().map_or(synced.seq_before, |g| g.seq)
-                    && p.version.is_none_or(|v| v >= synced.version)
-                {
-                    got = Some(p.clone());
-                }
-                if let Some(exit) = &state.exit {
-                    return got.map_or_else(|| Waited::Exited(exit.clone()), Waited::Reported);
-                }
-            }
-            let until = match &got {
-                Some(_) if self.spec.settle.is_zero() => break,
-                Some(_) => deadline.min(tokio::time::Instant::now() + self.spec.settle),
-                None => deadline,
-            };
-            tokio::select! {
-                () = &mut notified => {}
-                () = tokio::time::sleep_until(until) => break,
-                () = cancel.cancelled() => break,
-            }
-        }
-        got.map_or(Waited::TimedOut, Waited::Reported)
     }
 
     /// Sends a request and waits for its result, at most `timeout`. On timeout or
@@ -551,5 +567,27 @@ impl Drop for Pending<'_> {
             self.client
                 .notify("$/cancelRequest", json!({"id": self.id}));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_reads_as_the_server_gave_it() {
+        let loading = Progress {
+            title: Some(String::from("Loading project")),
+            message: Some(String::from("3/40 files")),
+            percentage: Some(7),
+        };
+        assert_eq!(loading.describe(), "Loading project: 3/40 files (7%)");
+        let untitled = Progress {
+            title: None,
+            message: Some(String::from("1 file to analyze")),
+            percentage: None,
+        };
+        assert_eq!(untitled.describe(), "1 file to analyze");
+        assert_eq!(Progress::default().describe(), "working");
     }
 }

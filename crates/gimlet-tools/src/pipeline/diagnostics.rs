@@ -182,7 +182,7 @@ async fn check_file(
         let synced = client.sync(&file.path, text.clone()).await;
         let changed_at = Instant::now();
         let deadline = tokio::time::Instant::now() + lsp.wait();
-        let waited = client.wait_for(&file.path, &synced, deadline, cancel).await;
+        let waited = client.report(&file.path, &synced, deadline, cancel).await;
         meta["report_ms"] =
             json!(u64::try_from(changed_at.elapsed().as_millis()).unwrap_or(u64::MAX));
         if matches!(waited, Waited::Exited(_)) && std::mem::take(&mut first_try) {
@@ -192,17 +192,25 @@ async fn check_file(
         break (client, before, waited);
     };
     let mut lines = notes;
+    meta["freshness"] = json!(client.freshness().name());
     match waited {
-        Waited::Reported(published) => {
+        Waited::Reported(report) => {
             let old = before
                 .as_ref()
                 .map(|(text, diags)| (text.as_str(), diags.as_slice()));
-            let (shown, fixed) = diagnostics::classify(&text, &published.items, old, filter);
+            let (shown, fixed) = diagnostics::classify(&text, &report.published.items, old, filter);
+            let status = client.status(Some(report.basis));
             meta["outcome"] = json!("reported");
+            meta["completeness"] = json!(status.word());
+            meta["fresh"] = json!(matches!(
+                report.basis,
+                diagnostics::Basis::Asked | diagnostics::Basis::Versioned
+            ));
             meta["errors"] = json!(shown.len());
             meta["new"] = json!(shown.iter().filter(|s| !s.pre_existing).count());
             lines.push(diagnostics::render(
                 &client.name,
+                &status,
                 &display,
                 &shown,
                 fixed,
@@ -211,16 +219,13 @@ async fn check_file(
         }
         Waited::TimedOut => {
             meta["outcome"] = json!("timed_out");
-            let busy = client.busy();
-            let why = if busy.is_empty() {
-                String::new()
-            } else {
-                format!(" (it is busy: {})", busy.join(", "))
-            };
+            let status = client.status(None);
+            meta["completeness"] = json!(status.word());
             lines.push(format!(
-                "{}: no diagnostics for {display} within {:.1} s{why}; ask the `lsp` tool for \
+                "{} {}: no diagnostics for {display} within {:.1} s; ask the `lsp` tool for \
                  `diagnostics` later.",
                 client.name,
+                status.marker(),
                 lsp.wait().as_secs_f64()
             ));
         }
@@ -257,8 +262,8 @@ async fn before_change(
         return None;
     }
     let synced = client.sync(&file.path, old.clone()).await;
-    match client.wait_for(&file.path, &synced, deadline, cancel).await {
-        Waited::Reported(published) => Some((old, published.items)),
+    match client.report(&file.path, &synced, deadline, cancel).await {
+        Waited::Reported(report) => Some((old, report.published.items)),
         Waited::TimedOut | Waited::Exited(_) => None,
     }
 }

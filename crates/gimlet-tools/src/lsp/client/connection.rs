@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 use tokio::sync::mpsc;
 
-use super::{Client, Published};
+use super::{Client, Progress, Published};
 use crate::lsp::framing::{FrameError, frame, read_message, write_frame};
 use crate::lsp::position::{path_of, uri_of};
 use crate::lsp::spawn::kill_tree;
@@ -68,8 +68,22 @@ impl Client {
                     .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
                 Ok(json!([{"uri": uri_of(&self.root), "name": name}]))
             }
+            "client/registerCapability" => {
+                let registers_pull = params
+                    .get("registrations")
+                    .and_then(Value::as_array)
+                    .is_some_and(|r| {
+                        r.iter().any(|r| {
+                            r.get("method").and_then(Value::as_str)
+                                == Some("textDocument/diagnostic")
+                        })
+                    });
+                if registers_pull {
+                    self.state.locked().pull_registered = true;
+                }
+                Ok(Value::Null)
+            }
             "window/workDoneProgress/create"
-            | "client/registerCapability"
             | "client/unregisterCapability"
             | "window/showMessageRequest"
             | "window/showDocument"
@@ -138,18 +152,37 @@ impl Client {
                     None => return,
                 };
                 let value = params.get("value").cloned().unwrap_or_default();
+                let text = |key: &str| {
+                    value
+                        .get(key)
+                        .and_then(Value::as_str)
+                        .map(|t| clip(t.trim(), 80))
+                        .filter(|t| !t.is_empty())
+                };
+                let percentage = value
+                    .get("percentage")
+                    .and_then(Value::as_u64)
+                    .map(|p| p.min(100));
                 let mut state = self.state.locked();
                 match value.get("kind").and_then(Value::as_str) {
-                    Some("begin") => {
-                        let title = value
-                            .get("title")
-                            .and_then(Value::as_str)
-                            .unwrap_or("working")
-                            .chars()
-                            .take(80)
-                            .collect();
-                        if state.progress.len() < 256 {
-                            state.progress.insert(token, title);
+                    Some("begin") if state.progress.len() < 256 => {
+                        state.progress.insert(
+                            token,
+                            Progress {
+                                title: text("title"),
+                                message: text("message"),
+                                percentage,
+                            },
+                        );
+                    }
+                    Some("report") => {
+                        if let Some(progress) = state.progress.get_mut(&token) {
+                            if let Some(message) = text("message") {
+                                progress.message = Some(message);
+                            }
+                            if percentage.is_some() {
+                                progress.percentage = percentage;
+                            }
                         }
                     }
                     Some("end") => {

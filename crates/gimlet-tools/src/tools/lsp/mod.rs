@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
+use crate::lsp::diagnostics::Basis;
 use crate::lsp::position::{line_at, uri_of, utf16_of_char};
 use crate::lsp::{Client, Waited};
 use crate::permission::Access;
@@ -155,7 +156,21 @@ impl Tool for LspTool {
         let Some(path) = args.path.clone() else {
             return match args.operation {
                 LspOperation::Diagnostics => all_diagnostics(ctx).await,
-                _ => workspace_symbols(&args, ctx, None).await,
+                _ => {
+                    let output = workspace_symbols(&args, ctx, None).await?;
+                    let clients = ctx.env().lsp().running();
+                    let mut partial = false;
+                    let mut output = clients.iter().fold(output, |output, client| {
+                        let status = client.status(None);
+                        partial |= status.partial();
+                        with_status(output, &client.name, &status)
+                    });
+                    output = output.with_metadata(
+                        "completeness",
+                        json!(if partial { "partial" } else { "complete" }),
+                    );
+                    Ok(output)
+                }
             };
         };
         let (file, text) = ctx
@@ -196,15 +211,12 @@ impl Tool for LspTool {
                     .content
                     .push(crate::vocab::Content::Text(format!("note: {note}.")));
             }
-            let busy = client.busy();
-            if !busy.is_empty() {
-                output.content.push(crate::vocab::Content::Text(format!(
-                    "note: {} is still busy ({}): the answer may be incomplete; ask again shortly.",
-                    client.name,
-                    busy.join(", ")
-                )));
+            let status = client.status(None);
+            if args.operation != LspOperation::Diagnostics {
+                output = with_status(output, &client.name, &status);
             }
             return Ok(output
+                .with_metadata("completeness", json!(status.word()))
                 .with_metadata("server", json!(client.name))
                 .with_metadata("server_pid", json!(client.pid()))
                 .with_metadata("sandboxed", json!(client.sandboxed)));
@@ -228,7 +240,7 @@ async fn answer(
         // across files wait for its first report on this one, at most `wait_ms`.
         let until = tokio::time::Instant::now() + lsp.wait();
         let _ = client
-            .wait_for(file, &synced, until, ctx.cancellation())
+            .report(file, &synced, until, ctx.cancellation())
             .await;
     }
     match args.operation {
@@ -238,21 +250,17 @@ async fn answer(
         LspOperation::Diagnostics => {
             let wait =
                 tokio::time::Instant::now() + lsp.wait().max(std::time::Duration::from_secs(1));
-            let published = match client
-                .wait_for(file, &synced, wait, ctx.cancellation())
-                .await
-            {
-                Waited::Reported(published) => Some(published),
-                Waited::TimedOut => client.published(file),
+            let report = match client.report(file, &synced, wait, ctx.cancellation()).await {
+                Waited::Reported(report) => Some(report),
+                // What it said last: marked when it is not for this text.
+                Waited::TimedOut => client.published(file).map(|published| crate::lsp::Report {
+                    basis: crate::lsp::diagnostics::basis_of(published.version, synced.version)
+                        .unwrap_or(Basis::Older),
+                    published,
+                }),
                 Waited::Exited(reason) => return Err(ToolError::failed(client.gone(reason))),
             };
-            Ok(file_diagnostics(
-                ctx,
-                client,
-                file,
-                &text,
-                published.as_ref(),
-            ))
+            Ok(file_diagnostics(ctx, client, file, &text, report.as_ref()))
         }
         LspOperation::DocumentSymbols => {
             let result = request(
@@ -516,37 +524,75 @@ fn find_word(line: &str, word: &str) -> Option<usize> {
     None
 }
 
-/// A file's diagnostics, every severity but hints.
+/// A file's diagnostics, every severity but hints, after the server's name and status.
 fn file_diagnostics(
     ctx: &ToolContext,
     client: &Client,
     file: &Path,
     text: &str,
-    published: Option<&crate::lsp::Published>,
+    report: Option<&crate::lsp::Report>,
 ) -> ToolOutput {
     let display = ctx.roots().display(file);
-    let Some(published) = published else {
-        let busy = client.busy();
-        let why = if busy.is_empty() {
-            String::new()
-        } else {
-            format!(" (it is busy: {})", busy.join(", "))
-        };
+    let Some(report) = report else {
+        let status = client.status(None);
         return ToolOutput::text(format!(
-            "{} has not reported on `{display}` yet{why}; ask again shortly.",
-            client.name
-        ));
+            "{} {}: no report on `{display}` yet; ask again shortly.",
+            client.name,
+            status.marker()
+        ))
+        .with_metadata("completeness", json!(status.word()));
     };
-    let lines = diagnostic_lines(&display, Some(text), &published.items);
-    if lines.is_empty() {
-        return ToolOutput::text(format!("{}: no problems in {display}.", client.name));
+    let status = client.status(Some(report.basis));
+    let lines = diagnostic_lines(&display, Some(text), &report.published.items);
+    let server = format!("{} {}", client.name, status.marker());
+    let output = if lines.is_empty() && status.partial() {
+        ToolOutput::text(format!(
+            "{server}: no problems in {display} so far; it may report more when it is done: \
+             ask again then."
+        ))
+    } else if lines.is_empty() {
+        ToolOutput::text(format!("{server}: no problems in {display}."))
+    } else {
+        ToolOutput::text(format!(
+            "{server} reports {} in {display}:\n{}",
+            crate::text::counted(lines.len(), "problem", "problems"),
+            lines.join("\n")
+        ))
+    };
+    output.with_metadata("completeness", json!(status.word()))
+}
+
+/// An answer with the server's status as its last line: `server [complete]`, or, from a
+/// server still loading, `[partial: …]` and what that means (an empty answer is "none so
+/// far", never "none").
+fn with_status(mut output: ToolOutput, server: &str, status: &crate::lsp::Status) -> ToolOutput {
+    let line = if status.partial() {
+        format!(
+            "{server} {}: the answer may be incomplete; ask again when it is done.",
+            status.marker()
+        )
+    } else {
+        format!("{server} {}", status.marker())
+    };
+    if status.partial() && output.metadata.get("total") == Some(&json!(0)) {
+        for content in &mut output.content {
+            if let crate::vocab::Content::Text(text) = content
+                && let Some(rest) = text.strip_prefix("No ")
+            {
+                *text = format!("No {} so far.\n", rest.trim_end().trim_end_matches('.'));
+            }
+        }
     }
-    ToolOutput::text(format!(
-        "{} reports {} in {display}:\n{}",
-        client.name,
-        crate::text::counted(lines.len(), "problem", "problems"),
-        lines.join("\n")
-    ))
+    match output.content.last_mut() {
+        Some(crate::vocab::Content::Text(text)) => {
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&line);
+        }
+        _ => output.content.push(crate::vocab::Content::Text(line)),
+    }
+    output
 }
 
 fn diagnostic_lines(
@@ -591,7 +637,9 @@ fn diagnostic_lines(
         .collect()
 }
 
-/// The diagnostics of every file the running servers reported on.
+/// The diagnostics of every file the running servers reported on, each file's block headed by
+/// its server's marker (a report for an older text than the server has, or without a version,
+/// says it may be stale), and a line for each server still busy.
 async fn all_diagnostics(ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let clients = ctx.env().lsp().running();
     if clients.is_empty() {
@@ -599,38 +647,72 @@ async fn all_diagnostics(ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
             "No language server is running yet: servers start when a file of their language is changed or asked about. Give `path` to ask about one file.",
         ));
     }
-    let reports: Vec<(String, PathBuf, crate::lsp::Published)> = clients
-        .iter()
-        .flat_map(|c| {
-            c.all_published()
-                .into_iter()
-                .map(move |(p, d)| (c.name.clone(), p, d))
-        })
-        .filter(|(_, _, d)| !d.items.is_empty())
-        .collect();
+    let mut reports: Vec<(String, PathBuf, crate::lsp::Published, crate::lsp::Status)> = Vec::new();
+    let mut busy = Vec::new();
+    for client in &clients {
+        let status = client.status(None);
+        if status.partial() {
+            busy.push(format!(
+                "{} {}: it may report more when it is done.",
+                client.name,
+                status.marker()
+            ));
+        }
+        for (path, published) in client.all_published() {
+            if published.items.is_empty() {
+                continue;
+            }
+            let open = client.open_version(&path).await;
+            let basis = match (published.version, open) {
+                (Some(version), Some(open)) if version >= open => Basis::Versioned,
+                (Some(_), Some(_)) => Basis::Older,
+                // A file the server read from disk, not one gimlet sent: no version to match.
+                (_, None) | (None, Some(_)) => Basis::Unversioned,
+            };
+            reports.push((
+                client.name.clone(),
+                path,
+                published,
+                client.status(Some(basis)),
+            ));
+        }
+    }
+    let partial = !busy.is_empty();
     let text = ctx
         .blocking(move |ctx| {
             let mut sources = Sources::new(&ctx);
             let mut out = String::new();
-            for (server, path, published) in &reports {
+            for (server, path, published, status) in &reports {
                 let display = ctx.roots().display(path);
                 let lines = diagnostic_lines(&display, sources.text(path), &published.items);
                 if lines.is_empty() {
                     continue;
                 }
                 out.push_str(&format!(
-                    "{server}: {}\n{}\n",
+                    "{server} {}: {}\n{}\n",
+                    status.marker(),
                     crate::text::counted(lines.len(), "problem", "problems"),
                     lines.join("\n")
                 ));
             }
             if out.is_empty() {
-                out.push_str("No problems in the files the language servers have seen.\n");
+                out.push_str(if busy.is_empty() {
+                    "No problems in the files the language servers have seen.\n"
+                } else {
+                    "No problems in the files the language servers have seen so far.\n"
+                });
+            }
+            for line in &busy {
+                out.push_str(line);
+                out.push('\n');
             }
             Ok(out)
         })
         .await?;
-    Ok(ToolOutput::text(text))
+    Ok(ToolOutput::text(text).with_metadata(
+        "completeness",
+        json!(if partial { "partial" } else { "complete" }),
+    ))
 }
 
 /// `workspace_symbols`: through the file's server, or every running one.
