@@ -413,6 +413,10 @@ async fn read_only_mode_offers_only_read_only_tools() {
     gimlet.stop().await;
 }
 
+#[cfg_attr(
+    windows,
+    ignore = "does not finish under Wine 8 (over five minutes; not yet understood): run it on Windows"
+)]
 #[tokio::test]
 async fn config_rules_apply_and_a_project_file_only_tightens() {
     let config_dir = tempfile::tempdir().unwrap();

@@ -252,6 +252,20 @@ async fn junctions_and_symlinks_out_are_refused() {
     gimlet.stop().await;
 }
 
+/// A `write` of `path` that asks exactly one question, and is declined.
+#[expect(clippy::unwrap_used, reason = "a test helper fails loudly")]
+async fn write_is_asked_and_declined(gimlet: &Gimlet, path: &str) {
+    let before = gimlet.handler.elicitations.lock().unwrap().len();
+    let text = err_text(
+        &gimlet
+            .call("write", json!({"path": path, "content": "planted\n"}))
+            .await,
+    );
+    assert!(text.contains("declined"), "{path}: {text}");
+    let asked = gimlet.handler.elicitations.lock().unwrap().len();
+    assert_eq!(asked, before + 1, "{path}: no question was asked");
+}
+
 /// A protected path spelled with other capitals (`.GIT\config`, `.Vscode\settings.json`) asks
 /// as `.git/config` does; declined, nothing is written.
 #[tokio::test]
@@ -272,30 +286,14 @@ async fn differently_cased_protected_paths_ask() {
     ] {
         // Read first, as an edit must; a read of these is not asked about.
         ok_text(&gimlet.call("read", json!({"path": path})).await);
-        let before = gimlet.handler.elicitations.lock().unwrap().len();
-        let text = err_text(
-            &gimlet
-                .call("write", json!({"path": path, "content": "planted\n"}))
-                .await,
-        );
-        assert!(text.contains("declined"), "{path}: {text}");
-        let asked = gimlet.handler.elicitations.lock().unwrap().len();
-        assert_eq!(asked, before + 1, "{path}: no question was asked");
+        write_is_asked_and_declined(&gimlet, path).await;
         let content = std::fs::read_to_string(gimlet.root().join(on_disk)).unwrap_or_default();
         assert!(!content.contains("planted"), "{path}: {content}");
         row("write", path, "asked (protected), declined, unchanged");
     }
     // New files: no spelling on disk to take, so only the folded comparison catches them.
     for path in [r".HUSKY\pre-commit", ".Mcp.JSON"] {
-        let before = gimlet.handler.elicitations.lock().unwrap().len();
-        let text = err_text(
-            &gimlet
-                .call("write", json!({"path": path, "content": "planted\n"}))
-                .await,
-        );
-        assert!(text.contains("declined"), "{path}: {text}");
-        let asked = gimlet.handler.elicitations.lock().unwrap().len();
-        assert_eq!(asked, before + 1, "{path}: no question was asked");
+        write_is_asked_and_declined(&gimlet, path).await;
         assert!(!gimlet.root().join(path).exists(), "{path}");
         row(
             "write",
