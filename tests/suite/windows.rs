@@ -150,14 +150,15 @@ async fn windows_paths_out_of_the_root_are_refused() {
     }
     assert!(!Path::new(r"C:\windows\gimlet.txt").exists());
     assert!(!gimlet.root().parent().unwrap().join("written.txt").exists());
-    // An NT object path is refused too, if not yet in the words of the others.
-    let device = r"\\?\GLOBALROOT\Device\HarddiskVolume1\windows\win.ini";
-    let text = err_text(&gimlet.call("read", json!({"path": device})).await);
-    row(
-        "read",
-        device,
-        &format!("refused: {}", text.lines().next().unwrap_or_default()),
-    );
+    // An NT object path or a device path is refused, saying what it is.
+    for device in [
+        r"\\?\GLOBALROOT\Device\HarddiskVolume1\windows\win.ini",
+        r"\\.\C:\windows\win.ini",
+    ] {
+        let text = err_text(&gimlet.call("read", json!({"path": device})).await);
+        assert!(text.contains("names a device"), "{text}");
+        row("read", device, "refused: names a device");
+    }
     outside(&gimlet, "ls", r"C:\", json!({"path": r"C:\"})).await;
     outside(
         &gimlet,

@@ -106,6 +106,16 @@ pub enum PathError {
         /// The link.
         path: String,
     },
+    /// A Windows path into a device or object namespace (`\\?\GLOBALROOT\...`, `\\.\...`),
+    /// where no root can be.
+    #[error(
+        "`{path}` names a device or an object namespace, not a file on a drive or a share; \
+         use a path such as `C:\\...` or `\\\\server\\share\\...`"
+    )]
+    DeviceNamespace {
+        /// The path as given.
+        path: String,
+    },
     /// Nothing exists at the path.
     #[error("`{path}` does not exist{hint}")]
     NotFound {
@@ -458,6 +468,17 @@ fn check_argument(input: &str) -> Result<(), PathError> {
     }
     if input.len() > MAX_PATH_BYTES {
         return Err(PathError::TooLong { len: input.len() });
+    }
+    // Only Windows parses a prefix; `\\?\C:\` and `\\?\UNC\` are drives and shares, and stay.
+    if let Some(Component::Prefix(prefix)) = Path::new(input).components().next()
+        && matches!(
+            prefix.kind(),
+            std::path::Prefix::Verbatim(_) | std::path::Prefix::DeviceNS(_)
+        )
+    {
+        return Err(PathError::DeviceNamespace {
+            path: input.to_owned(),
+        });
     }
     if let Some(long) = Path::new(input).components().find_map(|c| match c {
         Component::Normal(name) if name.len() > MAX_COMPONENT_BYTES => Some(name.len()),
