@@ -235,6 +235,10 @@ async fn a_token_protected_server_refuses_without_the_token() {
     let _ = client.cancel().await;
 }
 
+#[cfg_attr(
+    windows,
+    ignore = "hung under Wine 8 in a fresh prefix (passed in an older one; not yet understood): run it on Windows"
+)]
 #[tokio::test]
 async fn off_loopback_a_token_is_required_and_sessions_are_capped() {
     let data = tempfile::tempdir().unwrap();
