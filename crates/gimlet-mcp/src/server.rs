@@ -8,7 +8,6 @@
     reason = "logging is deprecated in 2026-07-28 (SEP-2577) but still served"
 )]
 
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -95,7 +94,7 @@ impl RootsSync {
 fn open_client_roots(uris: &[String]) -> Vec<Arc<Root>> {
     let mut roots = Vec::new();
     for uri in uris {
-        let Some(path) = file_uri_path(uri) else {
+        let Some(path) = gimlet_tools::util::file_uri_path(uri) else {
             tracing::warn!(%uri, "ignoring a client root that is not a local file:// URI");
             continue;
         };
@@ -105,49 +104,6 @@ fn open_client_roots(uris: &[String]) -> Vec<Arc<Root>> {
         }
     }
     roots
-}
-
-/// The path of a `file://` URI (`file:///a%20b` -> `/a b`; on Windows `file:///C:/a` ->
-/// `C:\a`); `None` for other URIs or hosts.
-fn file_uri_path(uri: &str) -> Option<PathBuf> {
-    let rest = uri.strip_prefix("file://")?;
-    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
-    if !rest.starts_with('/') {
-        return None;
-    }
-    let bytes = rest.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 3;
-            }
-            b'?' | b'#' => break,
-            byte => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    if out.contains(&0) {
-        return None;
-    }
-    #[cfg(unix)]
-    return Some(PathBuf::from(
-        <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(out),
-    ));
-    #[cfg(windows)]
-    {
-        let text = String::from_utf8(out).ok()?;
-        let text = match text.as_bytes() {
-            [b'/', drive, b':', ..] if drive.is_ascii_alphabetic() => &text[1..],
-            _ => text.as_str(),
-        };
-        Some(PathBuf::from(text.replace('/', "\\")))
-    }
 }
 
 /// The URI of a saved output, before its id.
@@ -527,37 +483,5 @@ impl ServerHandler for GimletServer {
         let contents =
             ResourceContents::text(text, request.uri.clone()).with_mime_type("text/plain");
         Ok(ReadResourceResult::new(vec![contents]).into())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::path::Path;
-
-    use super::file_uri_path;
-
-    #[test]
-    fn file_uris_become_paths() {
-        assert_eq!(
-            file_uri_path("file:///home/a%20b/c").as_deref(),
-            Some(Path::new("/home/a b/c"))
-        );
-        assert_eq!(
-            file_uri_path("file://localhost/srv").as_deref(),
-            Some(Path::new("/srv"))
-        );
-        assert_eq!(
-            file_uri_path("file:///x?y").as_deref(),
-            Some(Path::new("/x"))
-        );
-        for bad in [
-            "https://example.com/x",
-            "file://server/share",
-            "file:///a%00b",
-            "file:///a%zz",
-            "file:///a%2",
-        ] {
-            assert_eq!(file_uri_path(bad), None, "{bad}");
-        }
     }
 }

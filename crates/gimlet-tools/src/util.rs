@@ -111,6 +111,51 @@ pub fn common_suffix(a: &[u8], b: &[u8]) -> usize {
     shared
 }
 
+/// The path of a `file://` URI, percent-decoded (`file:///a%20b` is `/a b`; on Windows
+/// `file:///C:/a` is `C:\a`). `None` for another scheme, a host other than `localhost`, a
+/// malformed escape, or an escaped NUL. A query or fragment ends the path. Client roots and
+/// language servers' locations both come through here.
+pub fn file_uri_path(uri: &str) -> Option<std::path::PathBuf> {
+    let rest = uri.strip_prefix("file://")?;
+    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+    if !rest.starts_with('/') {
+        return None;
+    }
+    let bytes = rest.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'?' | b'#' => break,
+            byte => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    if out.contains(&0) {
+        return None;
+    }
+    #[cfg(unix)]
+    return Some(std::path::PathBuf::from(
+        <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(out),
+    ));
+    #[cfg(windows)]
+    {
+        let text = String::from_utf8(out).ok()?;
+        let text = match text.as_bytes() {
+            [b'/', drive, b':', ..] if drive.is_ascii_alphabetic() => &text[1..],
+            _ => text.as_str(),
+        };
+        Some(std::path::PathBuf::from(text.replace('/', "\\")))
+    }
+}
+
 /// A path made absolute with every symlink resolved, as [`std::fs::canonicalize`] does; on
 /// Windows without the `\\?\` prefix where the path means the same without it (`C:\x`,
 /// `\\server\share\x`), so that it reads as users write paths.
@@ -176,6 +221,38 @@ fn is_device_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(unix)]
+    fn file_uris_become_paths() {
+        use std::path::Path;
+        assert_eq!(
+            file_uri_path("file:///home/a%20b/c").as_deref(),
+            Some(Path::new("/home/a b/c"))
+        );
+        assert_eq!(
+            file_uri_path("file:///x/%c3%bc.py").as_deref(),
+            Some(Path::new("/x/ü.py"))
+        );
+        assert_eq!(
+            file_uri_path("file://localhost/srv").as_deref(),
+            Some(Path::new("/srv"))
+        );
+        assert_eq!(
+            file_uri_path("file:///x?y").as_deref(),
+            Some(Path::new("/x"))
+        );
+        for bad in [
+            "https://example.com/x",
+            "untitled:Untitled-1",
+            "file://server/share",
+            "file:///a%00b",
+            "file:///a%zz",
+            "file:///a%2",
+        ] {
+            assert_eq!(file_uri_path(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn a_poisoned_lock_still_gives_its_data() {

@@ -36,43 +36,10 @@ fn path_bytes(path: &Path) -> Vec<u8> {
     return path.to_string_lossy().replace('\\', "/").into_bytes();
 }
 
-/// The path of a `file://` URI, decoded; `None` for other schemes.
+/// The path of a `file://` URI, decoded ([`crate::util::file_uri_path`]); `None` for other
+/// schemes.
 pub(crate) fn path_of(uri: &lsp_types::Uri) -> Option<PathBuf> {
-    let text = uri.as_str();
-    let rest = text.strip_prefix("file://")?;
-    // An authority (`file://localhost/...`) before the path.
-    let path = &rest[rest.find('/')?..];
-    let bytes = path.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let escaped = (bytes[i] == b'%')
-            .then(|| bytes.get(i + 1..i + 3))
-            .flatten()
-            .and_then(|hex| std::str::from_utf8(hex).ok())
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-        if let Some(byte) = escaped {
-            out.push(byte);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    #[cfg(unix)]
-    return Some(PathBuf::from(
-        <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(out),
-    ));
-    #[cfg(windows)]
-    {
-        // `/C:/src/a.rs` is `C:\src\a.rs`.
-        let text = String::from_utf8(out).ok()?;
-        let text = match text.as_bytes() {
-            [b'/', drive, b':', ..] if drive.is_ascii_alphabetic() => &text[1..],
-            _ => text.as_str(),
-        };
-        Some(PathBuf::from(text.replace('/', "\\")))
-    }
+    crate::util::file_uri_path(uri.as_str())
 }
 
 /// The UTF-16 offset of a character column (0-based) in a line.
