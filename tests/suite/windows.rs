@@ -202,7 +202,7 @@ fn link(link: &Path, target: &Path, junction: bool) -> Option<()> {
 async fn junctions_and_symlinks_out_are_refused() {
     let gimlet = Gimlet::start().await;
     let outside_dir = tempfile::tempdir().unwrap();
-    std::fs::write(outside_dir.path().join("secret.txt"), "secret").unwrap();
+    std::fs::write(outside_dir.path().join("secret.txt"), SECRET).unwrap();
     let root = gimlet.root();
     let cases = [
         (
@@ -232,7 +232,7 @@ async fn junctions_and_symlinks_out_are_refused() {
         }
         made += 1;
         let text = err_text(&gimlet.call("read", json!({"path": path})).await);
-        assert!(!text.contains("secret"), "{path}: {text}");
+        assert!(!text.contains(SECRET), "{path}: {text}");
         row("read", path, "refused");
         let text = err_text(
             &gimlet
@@ -242,13 +242,77 @@ async fn junctions_and_symlinks_out_are_refused() {
         assert!(!text.is_empty(), "{path}");
         assert_eq!(
             std::fs::read_to_string(outside_dir.path().join("secret.txt")).unwrap(),
-            "secret"
+            SECRET
         );
         row("write", path, "refused");
     }
     let _ = writeln!(
         std::io::stderr(),
         "links made and tried: {made} of 3 (Wine 8 cannot make junctions or symbolic links)"
+    );
+    gimlet.stop().await;
+}
+
+/// What the files outside the root hold: never in a result.
+const SECRET: &str = "TOP-SECRET-CONTENT";
+
+/// Links Windows does not report as reparse points: Unix symbolic links seen through Wine
+/// (as a file server that follows links itself shows them). `scripts/wine.sh` plants them
+/// from the Unix side, where the test cannot, and names the folder in
+/// `GIMLET_WINE_UNIX_LINKS`: `root\dirlink` -> `..\out`, `root\filelink` ->
+/// `..\out\secret.txt`, `root\abslink` -> the absolute `out`. Each is refused by name,
+/// nothing is written through it, inside the root or out, grep finds nothing through them and
+/// ls does not enter them.
+#[tokio::test]
+async fn links_the_system_does_not_report_are_refused() {
+    let Some(links) = std::env::var_os("GIMLET_WINE_UNIX_LINKS") else {
+        row(
+            "read",
+            "unreported links",
+            "skipped: not under scripts/wine.sh",
+        );
+        return;
+    };
+    let links = Path::new(&links);
+    let root = links.join("root");
+    let secret = links.join("out").join("secret.txt");
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), SECRET);
+    let gimlet =
+        Gimlet::start_with(TestClient::default(), &["--root", root.to_str().unwrap()]).await;
+    for name in [r"dirlink\secret.txt", "filelink", r"abslink\secret.txt"] {
+        let path = root.join(name);
+        let path = path.to_str().unwrap();
+        let text = err_text(&gimlet.call("read", json!({"path": path})).await);
+        assert!(!text.contains(SECRET), "{name}: {text}");
+        assert!(text.contains("does not report"), "{name}: {text}");
+        row("read", name, "refused: a link the system does not report");
+        let text = err_text(
+            &gimlet
+                .call("write", json!({"path": path, "content": "planted"}))
+                .await,
+        );
+        assert!(text.contains("does not report"), "{name}: {text}");
+        row("write", name, "refused: a link the system does not report");
+    }
+    // The walks: grep opens every file it searches as `read` does; ls does not go in.
+    let root_arg = root.to_str().unwrap();
+    let grep = gimlet
+        .call(
+            "grep",
+            json!({"pattern": "TOP-SECRET", "path": root_arg, "output_mode": "content"}),
+        )
+        .await;
+    let text = serde_json::to_string(&grep.content).unwrap();
+    assert!(!text.contains(SECRET), "{text}");
+    row("grep", "content through the links", "nothing found");
+    let text = ok_text(&gimlet.call("ls", json!({"path": root_arg})).await);
+    assert!(!text.contains("secret.txt"), "{text}");
+    row("ls", "the root", "the linked folders not entered");
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), SECRET);
+    assert!(!root.join("out").exists(), "nothing was made in the root");
+    assert!(
+        !root.join("secret.txt").exists(),
+        "nothing was made in the root"
     );
     gimlet.stop().await;
 }

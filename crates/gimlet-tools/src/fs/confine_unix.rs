@@ -422,7 +422,11 @@ pub(super) fn check_cached(base: &Root, given: &Path) -> Result<(), PathError> {
 /// the file system spells it. On Linux as given: its file systems tell names apart by case. On
 /// macOS, whose default volumes ignore case, the name as stored (`F_GETPATH` on the file),
 /// when that names it in `parent`: a hard-linked file could report another of its names.
-pub(super) fn as_stored(parent: &Path, candidate: PathBuf) -> PathBuf {
+#[expect(
+    clippy::unnecessary_wraps,
+    reason = "one signature for every system: Windows refuses links it did not report"
+)]
+pub(super) fn as_stored(parent: &Path, candidate: PathBuf) -> Result<PathBuf, PathError> {
     #[cfg(target_os = "macos")]
     {
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
@@ -436,13 +440,13 @@ pub(super) fn as_stored(parent: &Path, candidate: PathBuf) -> PathBuf {
                         .eq_ignore_ascii_case(&parent.to_string_lossy())
             });
             if same_place && let Some(name) = stored.file_name() {
-                return parent.join(name);
+                return Ok(parent.join(name));
             }
         }
     }
     #[cfg(not(target_os = "macos"))]
     let _ = parent;
-    candidate
+    Ok(candidate)
 }
 
 /// The names in the folder `relative` beneath `root` (at most `limit`; `.` and `..` left out),

@@ -81,17 +81,37 @@ fn pin_dir(path: &Path) -> io::Result<File> {
 #[derive(Debug, Clone)]
 pub(super) struct Pinned {
     path: PathBuf,
+    /// The last folder's real path (links resolved), to which each name opened in it must
+    /// lead back ([`beside`]).
+    real: PathBuf,
     /// Held for what they keep from happening.
     dirs: Vec<Arc<File>>,
+}
+
+/// Checks that `name` in the folder whose real path is `real_parent` is really there: its own
+/// real path is in that folder. A name that is no reparse point but leads elsewhere is a link
+/// Windows did not report (a Unix symlink seen through Wine, a link an SMB server follows
+/// itself), which the open followed. Returns the name's real path.
+fn beside(real_parent: &Path, path: &Path) -> io::Result<PathBuf> {
+    let real = crate::util::canonical(path)?;
+    if real.parent() == Some(real_parent) {
+        Ok(real)
+    } else {
+        // Reported as a link that appeared: the resolve step, which saw the name first,
+        // says what it is (`PathError::UnreportedLink`).
+        Err(reparse_point())
+    }
 }
 
 impl Pinned {
     /// Pins `start` (an absolute folder) and each folder of `relative` below it. `relative`
     /// holds plain names only (resolved paths never hold `..`).
     pub(super) fn walk(start: &Path, relative: &Path) -> io::Result<Self> {
+        let dir = pin_dir(start)?;
         let mut pinned = Self {
             path: start.to_owned(),
-            dirs: vec![Arc::new(pin_dir(start)?)],
+            real: crate::util::canonical(start)?,
+            dirs: vec![Arc::new(dir)],
         };
         for component in relative.components() {
             match component {
@@ -107,9 +127,10 @@ impl Pinned {
     pub(super) fn child(&self, name: &OsStr) -> io::Result<Self> {
         let path = self.path.join(name);
         let dir = pin_dir(&path)?;
+        let real = beside(&self.real, &path)?;
         let mut dirs = self.dirs.clone();
         dirs.push(Arc::new(dir));
-        Ok(Self { path, dirs })
+        Ok(Self { path, real, dirs })
     }
 
     /// The pinned folder's path.
@@ -119,14 +140,16 @@ impl Pinned {
 }
 
 /// Opens `name` in a pinned folder as itself, with `options` (to which the no-follow flag is
-/// added); refused if it is a reparse point.
+/// added); refused if it is a reparse point, or a link the system did not report.
 pub(super) fn open_in(dir: &Pinned, name: &OsStr, options: &mut OpenOptions) -> io::Result<File> {
+    let path = dir.path().join(name);
     let file = options
         .custom_flags(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)
-        .open(dir.path().join(name))?;
+        .open(&path)?;
     if file.metadata()?.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
         return Err(reparse_point());
     }
+    beside(&dir.real, &path)?;
     Ok(file)
 }
 
@@ -171,15 +194,27 @@ pub(super) fn check_cached(_base: &Root, _given: &Path) -> Result<(), PathError>
 /// `candidate` as the file system spells it: names on Windows volumes ignore case, and a
 /// folder may also be named by its short 8.3 name (`PROGRA~1`). The real path of a name that is
 /// no reparse point, in a folder already resolved, is that folder joined with the name as
-/// stored.
-pub(super) fn as_stored(parent: &Path, candidate: PathBuf) -> PathBuf {
-    match crate::util::canonical(&candidate) {
-        Ok(real) if real.parent() == Some(parent) => real,
-        Ok(real) => match real.file_name() {
-            Some(name) => parent.join(name),
-            None => candidate,
-        },
-        Err(_) => candidate,
+/// stored. A real path in another folder than the parent's own real one means a link that
+/// Windows did not report as a reparse point (a Unix symlink seen through Wine, a link an SMB
+/// server follows itself): refused, since the open would follow it too.
+pub(super) fn as_stored(parent: &Path, candidate: PathBuf) -> Result<PathBuf, PathError> {
+    let Ok(real) = crate::util::canonical(&candidate) else {
+        return Ok(candidate);
+    };
+    if real.parent() == Some(parent) {
+        return Ok(real);
+    }
+    let Some(name) = real.file_name() else {
+        return Ok(candidate);
+    };
+    // The parent spelled otherwise (a `subst` or mapped drive): compare real with real.
+    match crate::util::canonical(parent) {
+        Ok(real_parent) if real.parent() == Some(real_parent.as_path()) => Ok(parent.join(name)),
+        Ok(_) => Err(PathError::UnreportedLink {
+            path: candidate.display().to_string(),
+            target: real.display().to_string(),
+        }),
+        Err(_) => Ok(candidate),
     }
 }
 
@@ -371,6 +406,7 @@ impl DirHandle {
         let (start, relative) = start_of(resolved);
         let pinned = Pinned::walk(&start, &relative).unwrap_or_else(|_| Pinned {
             path: resolved.path.clone(),
+            real: resolved.path.clone(),
             dirs: Vec::new(),
         });
         Self { pinned }

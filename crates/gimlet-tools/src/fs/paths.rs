@@ -116,6 +116,19 @@ pub enum PathError {
         /// The path as given.
         path: String,
     },
+    /// A name that the system does not report as a link leads elsewhere (Windows: a Unix
+    /// symlink seen through Wine, or a link a file server follows itself).
+    #[error(
+        "`{path}` leads to `{target}` through a link the system does not report as one (a \
+         symbolic link a file server or Wine follows itself); gimlet does not follow it: use \
+         the real path"
+    )]
+    UnreportedLink {
+        /// The name that leads elsewhere.
+        path: String,
+        /// Where it leads.
+        target: String,
+    },
     /// Nothing exists at the path.
     #[error("`{path}` does not exist{hint}")]
     NotFound {
@@ -545,7 +558,7 @@ fn resolve_components(base: &Path, given: &Path) -> Result<(PathBuf, usize), Pat
                 // As the file system spells it: on a volume that ignores case (macOS's
                 // default, Windows) `.GIT` is `.git`, and the rules and the protected list
                 // must see `.git`.
-                current = super::confine::as_stored(&current, candidate);
+                current = super::confine::as_stored(&current, candidate)?;
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 exists = false;
