@@ -382,6 +382,16 @@ pub fn assert_fits_default_limits(result: &CallToolResult) {
     );
 }
 
+/// Text with Windows' path separators turned into `/`, so that one assertion serves every
+/// system (on Unix a `\\` is a character of a name, and the text is left as it is).
+pub fn slashed(text: &str) -> String {
+    if cfg!(windows) {
+        text.replace('\\', "/")
+    } else {
+        text.to_owned()
+    }
+}
+
 /// Asserts a successful result and returns its text.
 #[track_caller]
 pub fn ok_text(result: &CallToolResult) -> String {

@@ -1,6 +1,6 @@
 use serde_json::json;
 
-use crate::common::{Gimlet, err_text, ok_text};
+use crate::common::{Gimlet, err_text, ok_text, slashed};
 
 #[tokio::test]
 async fn read_edit_undo_through_mcp() {
@@ -87,10 +87,6 @@ async fn a_utf16_file_is_read_and_edited_through_mcp_and_stays_utf16() {
     gimlet.stop().await;
 }
 
-#[cfg_attr(
-    windows,
-    ignore = "output shows paths with backslashes, the assertions expect `/`"
-)]
 #[tokio::test]
 async fn grep_and_glob_through_mcp() {
     let gimlet = Gimlet::start().await;
@@ -103,7 +99,7 @@ async fn grep_and_glob_through_mcp() {
             json!({"pattern": "fn \\w+", "output_mode": "content", "type": "rust"}),
         )
         .await;
-    let text = ok_text(&result);
+    let text = slashed(&ok_text(&result));
     assert!(
         text.contains("src/a.rs:1:fn alpha() {}") && text.contains("src/b.rs:1:fn beta() {}"),
         "{text}"

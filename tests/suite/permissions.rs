@@ -15,7 +15,7 @@ use rmcp::service::{ClientLifecycleMode, serve_client_with_lifecycle};
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 
-use crate::common::{Gimlet, TestClient, command, err_text, ok_text, text};
+use crate::common::{Gimlet, TestClient, command, err_text, ok_text, slashed, text};
 
 fn message(request: &ElicitRequestParams) -> String {
     match request {
@@ -44,10 +44,6 @@ fn outside_dir() -> tempfile::TempDir {
         .unwrap()
 }
 
-#[cfg_attr(
-    windows,
-    ignore = "output shows paths with backslashes, the assertions expect `/`"
-)]
 #[tokio::test]
 async fn allow_once_shows_the_change_and_runs_it_once() {
     let gimlet = Gimlet::start_with(TestClient::accepting(decision("allow_once")), &[]).await;
@@ -64,7 +60,7 @@ async fn allow_once_shows_the_change_and_runs_it_once() {
     );
     let asked = gimlet.handler.elicitations.lock().unwrap().clone();
     assert_eq!(asked.len(), 1);
-    let shown = message(&asked[0]);
+    let shown = slashed(&message(&asked[0]));
     for part in [
         "`write`",
         ".vscode/settings.json",
@@ -286,10 +282,6 @@ fn write_params(path: &str, content: &str) -> CallToolRequestParams {
     CallToolRequestParams::new("write").with_arguments(args)
 }
 
-#[cfg_attr(
-    windows,
-    ignore = "output shows paths with backslashes, the assertions expect `/`"
-)]
 #[tokio::test]
 async fn input_required_round_trips_on_2026_07_28_and_refuses_tampered_state() {
     let root = tempfile::tempdir().unwrap();
@@ -324,7 +316,7 @@ async fn input_required_round_trips_on_2026_07_28_and_refuses_tampered_state() {
     let asks = pending.input_requests.unwrap();
     let ask = serde_json::to_value(&asks["gimlet_ask"]).unwrap();
     assert!(
-        ask.to_string().contains(".vscode/b.json"),
+        slashed(&ask.to_string().replace("\\\\", "\\")).contains(".vscode/b.json"),
         "the question names the file: {ask}"
     );
     let state = pending.request_state.unwrap();

@@ -1,12 +1,8 @@
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::common::{Gimlet, err_text, ok_text};
+use crate::common::{Gimlet, err_text, ok_text, slashed};
 
-#[cfg_attr(
-    windows,
-    ignore = "output shows paths with backslashes, the assertions expect `/`"
-)]
 #[tokio::test]
 async fn read_and_ls_through_mcp() {
     let gimlet = Gimlet::start().await;
@@ -20,8 +16,8 @@ async fn read_and_ls_through_mcp() {
     );
     let structured = result.structured_content.unwrap();
     assert_eq!(structured["total_lines"], 3);
-    assert_eq!(structured["path"], "src/main.rs");
-    let listing = ok_text(&gimlet.call("ls", json!({})).await);
+    assert_eq!(slashed(structured["path"].as_str().unwrap()), "src/main.rs");
+    let listing = slashed(&ok_text(&gimlet.call("ls", json!({})).await));
     assert_eq!(listing, "./\n  README.md\n  src/\n    main.rs\n");
     gimlet.stop().await;
 }
