@@ -243,3 +243,44 @@ async fn a_missing_or_crashing_server_fails_no_call_for_another_language() {
     served_by(&gimlet.call("lsp", hover(HOVER)).await);
     gimlet.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_does_not_see_servers_of_roots_only_another_session_named() {
+    let Some(python) = python() else { return };
+    let tag = marker();
+    let config_dir = tempfile::tempdir().unwrap();
+    let config_file = config_dir.path().join("config.toml");
+    std::fs::write(&config_file, config(&python, &tag, "")).unwrap();
+    let server = HttpGimlet::start(&["--config", config_file.to_str().unwrap()]).await;
+    // The first session names a root of its own; the second has only the configured one.
+    let own = tempfile::tempdir().unwrap();
+    let own_root = std::fs::canonicalize(own.path()).unwrap();
+    std::fs::write(own_root.join(HOVER), "something\n").unwrap();
+    let uris = std::sync::Arc::new(std::sync::Mutex::new(vec![format!(
+        "file://{}",
+        own_root.display()
+    )]));
+    let naming = TestClient {
+        roots: Some(uris),
+        ..TestClient::default()
+    };
+    let first = server.client(naming).await;
+    let second = server.client(TestClient::default()).await;
+    let file = own_root.join(HOVER);
+    served_by(&call(&first, "lsp", hover(file.to_str().unwrap())).await);
+    let query = json!({"operation": "workspace_symbols", "query": "life"});
+    let seen = call(&first, "lsp", query.clone()).await;
+    assert!(ok_text(&seen).contains("life_symbol"), "{}", text(&seen));
+    let unseen = text(&call(&second, "lsp", query).await);
+    assert!(
+        !unseen.contains("life_symbol") && !unseen.contains(&own_root.display().to_string()),
+        "{unseen}"
+    );
+    let diagnostics = text(&call(&second, "lsp", json!({"operation": "diagnostics"})).await);
+    assert!(
+        diagnostics.contains("No language server is running yet"),
+        "{diagnostics}"
+    );
+    let _ = first.cancel().await;
+    let _ = second.cancel().await;
+}

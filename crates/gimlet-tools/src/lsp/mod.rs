@@ -265,6 +265,20 @@ impl LanguageServers {
             .collect()
     }
 
+    /// The servers running now for project roots inside `roots` (a call's): servers are shared
+    /// by every session, and a session does not see those another session's roots started.
+    pub(crate) fn running_within(&self, roots: &crate::fs::RootSet) -> Vec<Arc<Client>> {
+        self.running()
+            .into_iter()
+            .filter(|client| {
+                roots
+                    .roots()
+                    .iter()
+                    .any(|r| client.root.starts_with(r.path()))
+            })
+            .collect()
+    }
+
     /// Shuts every server down (`shutdown`, `exit`, then a kill after a grace).
     pub async fn shutdown(&self) {
         let clients = self.running();
