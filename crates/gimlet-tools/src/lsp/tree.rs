@@ -136,7 +136,12 @@ mod tests {
             sleep = children
                 .split_whitespace()
                 .next()
-                .and_then(|c| c.parse::<u32>().ok());
+                .and_then(|c| c.parse::<u32>().ok())
+                // Once it runs `sleep` (between fork and exec it is a copy of the shell).
+                .filter(|c| {
+                    std::fs::read_to_string(format!("/proc/{c}/comm"))
+                        .is_ok_and(|comm| comm.trim() == "sleep")
+                });
             if sleep.is_some() {
                 break;
             }
