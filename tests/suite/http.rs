@@ -85,11 +85,14 @@ impl HttpGimlet {
         StreamableHttpClientTransport::with_client(http_client(), config)
     }
 
-    async fn client(&self, handler: TestClient) -> RunningService<RoleClient, TestClient> {
+    pub(crate) async fn client(
+        &self,
+        handler: TestClient,
+    ) -> RunningService<RoleClient, TestClient> {
         handler.serve(self.transport(None)).await.unwrap()
     }
 
-    fn root(&self) -> std::path::PathBuf {
+    pub(crate) fn root(&self) -> std::path::PathBuf {
         std::fs::canonicalize(self.root.path()).unwrap()
     }
 }
@@ -108,7 +111,7 @@ fn params(tool: &str, args: Value) -> CallToolRequestParams {
     CallToolRequestParams::new(tool.to_owned()).with_arguments(args)
 }
 
-async fn call(
+pub(crate) async fn call(
     client: &RunningService<RoleClient, TestClient>,
     tool: &str,
     args: Value,

@@ -20,6 +20,9 @@ mod initialize;
 mod lsp;
 #[cfg(unix)] // The servers and the fake server (Python) are run as Unix programs.
 mod lsp_fresh;
+// The scripted server and its processes are found in /proc.
+#[cfg(target_os = "linux")]
+mod lsp_servers;
 mod more_tools;
 pub(crate) mod permissions;
 mod protocol;

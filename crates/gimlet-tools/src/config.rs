@@ -140,6 +140,13 @@ pub struct LspConfig {
     /// How long a request of the `lsp` tool (and a server's start) may take, in milliseconds
     /// (default 30000).
     pub request_timeout_ms: u64,
+    /// A server that nobody used (no change sent, no request) for this many seconds is shut
+    /// down; the next use starts it again (default 600; 0: never).
+    pub idle_shutdown_secs: u64,
+    /// A server whose process tree holds more resident memory than this many MiB is restarted,
+    /// with a note in the next result that uses it (default 4096; 0: no cap). Checked on Linux
+    /// only.
+    pub max_memory_mb: u64,
     /// Servers by language name (`python`, `rust`, `typescript`, `go`, `c`, or a new one).
     pub servers: BTreeMap<String, LspServerConfig>,
 }
@@ -152,6 +159,8 @@ impl Default for LspConfig {
             warnings: false,
             max_diagnostics: 20,
             request_timeout_ms: 30_000,
+            idle_shutdown_secs: 600,
+            max_memory_mb: 4096,
             servers: BTreeMap::new(),
         }
     }
@@ -753,6 +762,8 @@ mod tests {
         assert!(config.lsp.enabled);
         assert_eq!(config.lsp.wait_ms, 500);
         assert_eq!(config.lsp.max_diagnostics, 20);
+        assert_eq!(config.lsp.idle_shutdown_secs, 600);
+        assert_eq!(config.lsp.max_memory_mb, 4096);
         let python = &config.lsp.servers["python"];
         assert_eq!(
             python.command.as_deref(),

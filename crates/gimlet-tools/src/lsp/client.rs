@@ -8,9 +8,9 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc, oneshot};
@@ -171,6 +171,10 @@ pub(crate) struct Client {
     documents: tokio::sync::Mutex<HashMap<PathBuf, Document>>,
     capabilities: Mutex<Value>,
     stopping: AtomicBool,
+    /// When a change or a request last went to it (see [`Client::idle_for`]).
+    last_used: Mutex<Instant>,
+    /// Waits for its reports under way ([`Client::in_use`]).
+    waiting: AtomicUsize,
 }
 
 impl std::fmt::Debug for Client {
@@ -216,6 +220,8 @@ impl Client {
             documents: tokio::sync::Mutex::new(HashMap::new()),
             capabilities: Mutex::new(Value::Null),
             stopping: AtomicBool::new(false),
+            last_used: Mutex::new(Instant::now()),
+            waiting: AtomicUsize::new(0),
         });
         tokio::spawn(write_loop(stdin, rx));
         tokio::spawn(stderr_loop(Arc::clone(&client), stderr));
@@ -298,6 +304,26 @@ impl Client {
     /// The server's process id (the helper's, when it runs under one).
     pub(crate) fn pid(&self) -> Option<u32> {
         self.pid
+    }
+
+    /// Marks the server as used now: an idle shutdown counts from here.
+    pub(crate) fn touch(&self) {
+        *self.last_used.locked() = Instant::now();
+    }
+
+    /// How long nobody has used the server: `None` while a request of ours is in flight or
+    /// a call waits for its report.
+    pub(crate) fn idle_for(&self) -> Option<Duration> {
+        if !self.pending.locked().is_empty() || self.waiting.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
+        Some(self.last_used.locked().elapsed())
+    }
+
+    /// Marks the server used until the guard is dropped (a wait for its report).
+    pub(crate) fn in_use(&self) -> InUse<'_> {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        InUse(self)
     }
 
     /// Whether the server is still there.
@@ -402,6 +428,7 @@ impl Client {
     /// `didChange` (the whole text) and `didSave` when the server wants saves.
     pub(crate) async fn sync(&self, path: &Path, text: String) -> Synced {
         let mut documents = self.documents.lock().await;
+        self.touch();
         let seq_before = self.state.locked().seq;
         let uri = uri_of(path);
         match documents.get_mut(path) {
@@ -484,6 +511,7 @@ impl Client {
     ) -> Result<Value, RequestError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
+        self.touch();
         self.pending.locked().insert(id, tx);
         let mut guard = Pending {
             client: self,
@@ -553,6 +581,16 @@ impl Client {
     }
 }
 
+/// A wait on a server under way (see [`Client::in_use`]).
+pub(crate) struct InUse<'a>(&'a Client);
+
+impl Drop for InUse<'_> {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// A request in flight: dropped before its answer, it is cancelled at the server.
 struct Pending<'a> {
     client: &'a Client,
@@ -562,6 +600,7 @@ struct Pending<'a> {
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
+        self.client.touch();
         self.client.pending.locked().remove(&self.id);
         if !self.done && self.client.alive() {
             self.client

@@ -8,8 +8,11 @@
 //!   answers to the server's requests, the diagnostics and progress it reports;
 //!   `client/connection.rs` holds the tasks over the pipes and the handling of each message;
 //! - `diagnostics.rs`: the block after a change (new before pre-existing, nearest first);
-//! - this file: [`LanguageServers`], one per environment: a server per (language, project
-//!   root), started on first need, restarted once after a crash, reported after a second; and
+//! - `tree.rs`: a server's process tree (Linux): its descendants and their resident memory;
+//! - this file: [`LanguageServers`], one per environment (and so one per process: every
+//!   session, over stdio or HTTP, shares the environment): a server per (language, project
+//!   root), started on first need, restarted once after a crash, reported after a second, shut
+//!   down when idle and restarted when over its memory cap (a watcher task per server); and
 //!   `after_change`, the pipeline's step after a call that changed files.
 //!
 //! The wait for diagnostics runs after the call has left its session's lane and dropped its
@@ -22,11 +25,12 @@ pub(crate) mod position;
 
 mod servers;
 mod spawn;
+mod tree;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use crate::config::{BashSettings, LspConfig};
@@ -46,6 +50,9 @@ pub(crate) const MAX_FILES_PER_CALL: usize = 8;
 const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 /// How long a server gets to shut down.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+/// How often a server's watcher looks at its memory and idle time (more often when the idle
+/// time is shorter).
+const WATCH_EVERY: Duration = Duration::from_secs(5);
 
 /// A file a call changed, with its content before the change (`None`: it did not exist).
 #[derive(Debug, Clone)]
@@ -141,6 +148,10 @@ pub struct LanguageServers {
     wait: Duration,
     filter: Filter,
     request_timeout: Duration,
+    /// Unused this long, a server is shut down (`None`: never).
+    idle_shutdown: Option<Duration>,
+    /// Over this many bytes resident, a server is restarted (`None`: no cap).
+    max_memory: Option<u64>,
     exec: Option<Arc<Exec>>,
     bash: BashSettings,
     roots: Vec<PathBuf>,
@@ -180,6 +191,10 @@ impl LanguageServers {
                 max: config.max_diagnostics.max(1),
             },
             request_timeout: Duration::from_millis(config.request_timeout_ms.max(100)),
+            idle_shutdown: (config.idle_shutdown_secs > 0)
+                .then(|| Duration::from_secs(config.idle_shutdown_secs)),
+            max_memory: (config.max_memory_mb > 0)
+                .then(|| config.max_memory_mb.saturating_mul(1024 * 1024)),
             exec: Some(exec),
             bash,
             roots,
@@ -200,6 +215,8 @@ impl LanguageServers {
                 max: 20,
             },
             request_timeout: Duration::from_secs(30),
+            idle_shutdown: None,
+            max_memory: None,
             exec: None,
             bash: BashSettings::default(),
             roots: Vec::new(),
@@ -244,6 +261,20 @@ impl LanguageServers {
             .filter_map(|slot| match &slot.inner.locked().state {
                 Some(SlotState::Running(client)) if client.alive() => Some(Arc::clone(client)),
                 _ => None,
+            })
+            .collect()
+    }
+
+    /// The servers running now for project roots inside `roots` (a call's): servers are shared
+    /// by every session, and a session does not see those another session's roots started.
+    pub(crate) fn running_within(&self, roots: &crate::fs::RootSet) -> Vec<Arc<Client>> {
+        self.running()
+            .into_iter()
+            .filter(|client| {
+                roots
+                    .roots()
+                    .iter()
+                    .any(|r| client.root.starts_with(r.path()))
             })
             .collect()
     }
@@ -302,6 +333,8 @@ impl LanguageServers {
                         )));
                     }
                     Some(SlotState::Running(client)) if client.alive() => {
+                        // Used from now: the watcher does not shut it down under this call.
+                        client.touch();
                         inner.state = Some(SlotState::Running(Arc::clone(&client)));
                         return Ok((client, inner.note.take()));
                     }
@@ -369,6 +402,7 @@ impl LanguageServers {
         let cache = self.cache.clone();
         let search_path = self.search_path.clone();
         let timeout = self.request_timeout;
+        let (idle, cap) = (self.idle_shutdown, self.max_memory);
         tokio::spawn(async move {
             let state = start(
                 spec,
@@ -382,10 +416,90 @@ impl LanguageServers {
                 timeout,
             )
             .await;
+            let client = match &state {
+                SlotState::Running(client) => Some(Arc::downgrade(client)),
+                _ => None,
+            };
             slot.inner.locked().state = Some(state);
             slot.ready.notify_waiters();
+            if let Some(client) = client {
+                watch(Arc::downgrade(&slot), client, idle, cap).await;
+            }
         });
     }
+}
+
+/// Why a watcher takes a server out of its slot.
+enum Release {
+    /// Nobody used it for this long.
+    Idle(Duration),
+    /// It held too much memory: the note for the next use.
+    OverCap(String),
+}
+
+/// Watches one running server until it is gone: shuts it down when nobody used it for `idle`,
+/// kills it when its process tree holds more than `cap` bytes (the next use starts it again,
+/// with a note). Holds neither the slot nor the client, so it keeps nothing alive; a runtime
+/// shutting down drops it while it sleeps.
+async fn watch(slot: Weak<Slot>, client: Weak<Client>, idle: Option<Duration>, cap: Option<u64>) {
+    if idle.is_none() && cap.is_none() {
+        return;
+    }
+    let every = idle.map_or(WATCH_EVERY, |idle| {
+        (idle / 2).clamp(Duration::from_millis(100), WATCH_EVERY)
+    });
+    loop {
+        tokio::time::sleep(every).await;
+        let (Some(slot), Some(client)) = (slot.upgrade(), client.upgrade()) else {
+            return;
+        };
+        if !client.alive() || client.stopped_by_us() {
+            return;
+        }
+        if let (Some(cap), Some(pid)) = (cap, client.pid()) {
+            let used = tokio::task::spawn_blocking(move || tree::tree_resident(pid))
+                .await
+                .ok()
+                .flatten();
+            if let Some(used) = used.filter(|used| *used > cap) {
+                let note = tree::over_cap_note(&client.name, used, cap);
+                tracing::info!(server = %client.name, root = %client.root.display(), "{note}");
+                if release(&slot, &client, Release::OverCap(note)) {
+                    // Killing reads `/proc` for the whole tree: off the runtime.
+                    let _ = tokio::task::spawn_blocking(move || client.kill()).await;
+                }
+                return;
+            }
+        }
+        if let Some(idle) = idle
+            && release(&slot, &client, Release::Idle(idle))
+        {
+            tracing::debug!(server = %client.name, root = %client.root.display(), "shutting down an idle language server");
+            client.shutdown(SHUTDOWN_GRACE).await;
+            return;
+        }
+    }
+}
+
+/// Empties `slot` if it still holds `client` and `why` holds (decided under the slot's lock,
+/// where `client_for` marks a server used): the next use starts a new server, quietly after
+/// an idle shutdown, with a note after a restart over the memory cap.
+fn release(slot: &Slot, client: &Arc<Client>, why: Release) -> bool {
+    let mut inner = slot.inner.locked();
+    match &inner.state {
+        Some(SlotState::Running(held)) if Arc::ptr_eq(held, client) => {}
+        _ => return false,
+    }
+    match why {
+        Release::Idle(idle) => {
+            if client.idle_for().is_none_or(|unused| unused < idle) {
+                return false;
+            }
+        }
+        Release::OverCap(note) => inner.note = Some(note),
+    }
+    inner.state = None;
+    true
 }
 
 impl Drop for LanguageServers {

@@ -154,14 +154,17 @@ fn quoted(word: &str) -> String {
 #[cfg(windows)]
 pub(crate) fn kill_tree(_pid: u32) {}
 
-/// Kills a server and whatever it started: the helper's children (each leads its process
-/// group) and the helper; or, without a helper, the server's own group.
+/// Kills a server and whatever it started: every process below it (on Linux, found by their
+/// parents, so that a grandchild in a session of its own goes too: killed with its parent, it
+/// would be left to init), the helper's children's groups, and the helper; or, without a
+/// helper, the server's own group.
 #[cfg(unix)]
 pub(crate) fn kill_tree(pid: u32) {
     use rustix::process::{Pid, Signal, kill_process, kill_process_group};
     let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
         return;
     };
+    let below = super::tree::descendants(pid.as_raw_nonzero().get().unsigned_abs());
     let children =
         std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", pid.as_raw_nonzero()))
             .unwrap_or_default();
@@ -173,6 +176,12 @@ pub(crate) fn kill_tree(pid: u32) {
             let _ = kill_process_group(child, Signal::KILL);
             let _ = kill_process(child, Signal::KILL);
         }
+    }
+    for process in below
+        .into_iter()
+        .filter_map(|p| i32::try_from(p).ok().and_then(Pid::from_raw))
+    {
+        let _ = kill_process(process, Signal::KILL);
     }
     let _ = kill_process_group(pid, Signal::KILL);
     let _ = kill_process(pid, Signal::KILL);

@@ -5,6 +5,12 @@
 //! everything the command starts, so orphans that left the group (`setsid`, daemons) are
 //! found (by their parent, in `/proc`) and stopped too; macOS has no subreaper, so a process
 //! that leaves the group there escapes the cleanup.
+//!
+//! A stdio child (a language server) reads the helper's stdin itself, so no control pipe tells
+//! the helper that gimlet is gone: a server that does not exit when its stdin closes would
+//! outlive a gimlet killed with SIGKILL, with everything it started. For it the helper watches
+//! its own parent instead: when gimlet dies the helper is reparented (its parent id changes),
+//! and the tree goes as above.
 
 #![expect(
     clippy::disallowed_methods,
@@ -19,6 +25,9 @@ use rustix::process::{Pid, Signal, WaitOptions};
 
 use super::helper::{LEFTOVER_GRACE, eprintln_quiet, exit_code};
 use super::{HelperPlan, KILL_GRACE_MS, shell_invocation};
+
+/// How often the helper of a stdio child looks whether gimlet, its parent, is still there.
+const PARENT_CHECK: Duration = Duration::from_millis(200);
 
 /// Runs the plan's shell as this process's child, with this process as the child subreaper
 /// of everything it starts (Linux).
@@ -59,6 +68,15 @@ pub(super) fn run_command(plan: &HelperPlan, mut command: Command) -> i32 {
                 if line.is_err() {
                     break;
                 }
+            }
+            terminate(group, Duration::from_millis(KILL_GRACE_MS));
+        });
+    }
+    if let Some(group) = group.filter(|_| plan.stdio) {
+        std::thread::spawn(move || {
+            let parent = rustix::process::getppid();
+            while rustix::process::getppid() == parent {
+                std::thread::sleep(PARENT_CHECK);
             }
             terminate(group, Duration::from_millis(KILL_GRACE_MS));
         });

@@ -82,6 +82,7 @@ impl Client {
         deadline: tokio::time::Instant,
         cancel: &CancellationToken,
     ) -> Waited {
+        let _in_use = self.in_use();
         let asked = match self.freshness() {
             Freshness::Pull => self.pull(path, deadline, cancel).await,
             Freshness::Tsserver => self.ask_tsserver(path, deadline, cancel).await,

@@ -158,7 +158,7 @@ impl Tool for LspTool {
                 LspOperation::Diagnostics => all_diagnostics(ctx).await,
                 _ => {
                     let output = workspace_symbols(&args, ctx, None).await?;
-                    let clients = ctx.env().lsp().running();
+                    let clients = ctx.env().lsp().running_within(ctx.roots());
                     let mut partial = false;
                     let mut output = clients.iter().fold(output, |output, client| {
                         let status = client.status(None);
@@ -641,7 +641,7 @@ fn diagnostic_lines(
 /// its server's marker (a report for an older text than the server has, or without a version,
 /// says it may be stale), and a line for each server still busy.
 async fn all_diagnostics(ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-    let clients = ctx.env().lsp().running();
+    let clients = ctx.env().lsp().running_within(ctx.roots());
     if clients.is_empty() {
         return Ok(ToolOutput::text(
             "No language server is running yet: servers start when a file of their language is changed or asked about. Give `path` to ask about one file.",
@@ -723,7 +723,7 @@ async fn workspace_symbols(
 ) -> Result<ToolOutput, ToolError> {
     let clients = match client {
         Some(client) => vec![client],
-        None => ctx.env().lsp().running(),
+        None => ctx.env().lsp().running_within(ctx.roots()),
     };
     if clients.is_empty() {
         return Err(ToolError::invalid(
