@@ -571,12 +571,16 @@ impl Client {
         }
     }
 
-    /// Kills the server and what it started, at once.
+    /// Kills the server and what it started, at once. Finding what it started reads `/proc`,
+    /// so on a runtime that happens on a blocking thread (started here, not awaited).
     pub(crate) fn kill(&self) {
         self.stopping.store(true, Ordering::SeqCst);
         self.outgoing.locked().take();
         if let Some(pid) = self.pid {
-            kill_tree(pid);
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => drop(runtime.spawn_blocking(move || kill_tree(pid))),
+                Err(_) => kill_tree(pid),
+            }
         }
     }
 }

@@ -465,8 +465,8 @@ async fn watch(slot: Weak<Slot>, client: Weak<Client>, idle: Option<Duration>, c
                 let note = tree::over_cap_note(&client.name, used, cap);
                 tracing::info!(server = %client.name, root = %client.root.display(), "{note}");
                 if release(&slot, &client, Release::OverCap(note)) {
-                    // Killing reads `/proc` for the whole tree: off the runtime.
-                    let _ = tokio::task::spawn_blocking(move || client.kill()).await;
+                    // Killing reads `/proc` for the whole tree, off the runtime (`kill`).
+                    client.kill();
                 }
                 return;
             }
