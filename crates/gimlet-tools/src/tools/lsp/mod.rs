@@ -2,6 +2,7 @@
 //! diagnostics, and the edits a rename would make.
 
 mod render;
+mod workspace_edit;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
