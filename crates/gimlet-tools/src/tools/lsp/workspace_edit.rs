@@ -227,25 +227,22 @@ struct Slot {
     renamed_to: Option<PathBuf>,
 }
 
-/// Runs `ops` in order over the files as `load` gives them (`None`: no file), and returns what
-/// every touched file becomes, in the order they were first touched. `sent` gives the version
-/// of a document as gimlet sent it to the server (`None`: not open); a versioned edit must
-/// match it. `display` names a path in messages.
-pub(crate) fn plan(
-    ops: &[FileOp],
-    load: &mut dyn FnMut(&Path) -> Result<Option<Vec<u8>>, EditError>,
-    sent: &dyn Fn(&Path) -> Option<i32>,
-    display: &dyn Fn(&Path) -> String,
-) -> Result<Vec<PlannedFile>, EditError> {
-    let mut order: Vec<PathBuf> = Vec::new();
-    let mut files: HashMap<PathBuf, Slot> = HashMap::new();
-    let mut touch = |path: &Path,
-                     files: &mut HashMap<PathBuf, Slot>,
-                     load: &mut dyn FnMut(&Path) -> Result<Option<Vec<u8>>, EditError>|
-     -> Result<(), EditError> {
-        if !files.contains_key(path) {
+/// Gives a file's content as it is (`None`: no file there).
+pub(crate) type Loader<'a> = dyn FnMut(&Path) -> Result<Option<Vec<u8>>, EditError> + 'a;
+
+/// The files an edit touched so far, in the order it touched them.
+#[derive(Default)]
+struct Tree {
+    order: Vec<PathBuf>,
+    files: HashMap<PathBuf, Slot>,
+}
+
+impl Tree {
+    /// Loads a file the first time the edit names it.
+    fn touch(&mut self, path: &Path, load: &mut Loader<'_>) -> Result<(), EditError> {
+        if !self.files.contains_key(path) {
             let before = load(path)?;
-            files.insert(
+            self.files.insert(
                 path.to_owned(),
                 Slot {
                     now: before.clone(),
@@ -255,14 +252,25 @@ pub(crate) fn plan(
                     renamed_to: None,
                 },
             );
-            order.push(path.to_owned());
+            self.order.push(path.to_owned());
         }
         Ok(())
-    };
-    for op in ops {
-        for path in op.paths() {
-            touch(path, &mut files, load)?;
-        }
+    }
+
+    /// A touched file.
+    fn slot(&mut self, path: &Path) -> &mut Slot {
+        self.files
+            .get_mut(path)
+            .unwrap_or_else(|| unreachable!("every path of an operation is touched first"))
+    }
+
+    /// Runs one operation.
+    fn run(
+        &mut self,
+        op: &FileOp,
+        sent: &dyn Fn(&Path) -> Option<i32>,
+        display: &dyn Fn(&Path) -> String,
+    ) -> Result<(), EditError> {
         match op {
             FileOp::Edit {
                 path,
@@ -278,7 +286,7 @@ pub(crate) fn plan(
                         sent,
                     });
                 }
-                let slot = files.get_mut(path).unwrap_or_else(|| unreachable!());
+                let slot = self.slot(path);
                 let Some(bytes) = &slot.now else {
                     return Err(EditError::Missing {
                         path: display(path),
@@ -293,7 +301,7 @@ pub(crate) fn plan(
                 overwrite,
                 ignore_if_exists,
             } => {
-                let slot = files.get_mut(path).unwrap_or_else(|| unreachable!());
+                let slot = self.slot(path);
                 match (&slot.now, overwrite, ignore_if_exists) {
                     (None, _, _) | (Some(_), true, _) => slot.now = Some(Vec::new()),
                     (Some(_), false, true) => {}
@@ -311,25 +319,24 @@ pub(crate) fn plan(
                 ignore_if_exists,
             } => {
                 if from == to {
-                    continue;
+                    return Ok(());
                 }
-                let content = files.get(from).and_then(|s| s.now.clone());
-                let Some(content) = content else {
+                let Some(content) = self.slot(from).now.clone() else {
                     return Err(EditError::Missing {
                         path: display(from),
                         what: "renames",
                     });
                 };
-                let target = files.get_mut(to).unwrap_or_else(|| unreachable!());
+                let target = self.slot(to);
                 if target.now.is_some() && !overwrite {
                     if *ignore_if_exists {
-                        continue;
+                        return Ok(());
                     }
                     return Err(EditError::Exists { path: display(to) });
                 }
                 target.now = Some(content);
                 target.renamed_from = Some(from.clone());
-                let source = files.get_mut(from).unwrap_or_else(|| unreachable!());
+                let source = self.slot(from);
                 source.now = None;
                 source.renamed_to = Some(to.clone());
             }
@@ -337,10 +344,10 @@ pub(crate) fn plan(
                 path,
                 ignore_if_not_exists,
             } => {
-                let slot = files.get_mut(path).unwrap_or_else(|| unreachable!());
+                let slot = self.slot(path);
                 if slot.now.is_none() {
                     if *ignore_if_not_exists {
-                        continue;
+                        return Ok(());
                     }
                     return Err(EditError::Missing {
                         path: display(path),
@@ -350,7 +357,28 @@ pub(crate) fn plan(
                 slot.now = None;
             }
         }
+        Ok(())
     }
+}
+
+/// Runs `ops` in order over the files as `load` gives them (`None`: no file), and returns what
+/// every touched file becomes, in the order they were first touched. `sent` gives the version
+/// of a document as gimlet sent it to the server (`None`: not open); a versioned edit must
+/// match it. `display` names a path in messages.
+pub(crate) fn plan(
+    ops: &[FileOp],
+    load: &mut Loader<'_>,
+    sent: &dyn Fn(&Path) -> Option<i32>,
+    display: &dyn Fn(&Path) -> String,
+) -> Result<Vec<PlannedFile>, EditError> {
+    let mut tree = Tree::default();
+    for op in ops {
+        for path in op.paths() {
+            tree.touch(path, load)?;
+        }
+        tree.run(op, sent, display)?;
+    }
+    let Tree { order, mut files } = tree;
     Ok(order
         .into_iter()
         .filter_map(|path| {
@@ -402,7 +430,7 @@ pub(crate) fn apply_text_edits(
     spans.sort_by_key(|&(start, end, i)| (start, end, i));
     for pair in spans.windows(2) {
         let (a, b) = (pair[0], pair[1]);
-        if b.0 < a.1 || (b.0 == a.0 && a.1 > a.0 && b.1 > b.0) {
+        if b.0 < a.1 {
             return Err(EditError::Overlap {
                 path: display.to_owned(),
                 first: edits[a.2].range.start.line + 1,
