@@ -20,8 +20,8 @@ mod intent;
 
 pub use intent::{CommitError, Step, commit_all, recover_pending};
 
-/// Entries kept at most.
-const MAX_ENTRIES: usize = 200;
+/// Entries (files changed) kept at most: room for a rename across thousands of files.
+const MAX_ENTRIES: usize = 4096;
 /// Bytes of previous content kept at most; older entries go first.
 const MAX_BYTES: usize = 64 * 1024 * 1024;
 
