@@ -315,7 +315,11 @@ async fn basedpyright_renames_and_applies_a_quick_fix_each_undone_at_once() {
             && text.contains("print(sum_areas([small, big]))"),
         "{text}"
     );
-    assert!(std::fs::read_to_string(&shapes).unwrap().contains("def sum_areas"));
+    assert!(
+        std::fs::read_to_string(&shapes)
+            .unwrap()
+            .contains("def sum_areas")
+    );
     ok_text(&gimlet.call("undo", json!({})).await);
     assert_eq!(tree(&gimlet.root()), before, "one undo reverts the rename");
 
@@ -343,6 +347,10 @@ async fn basedpyright_renames_and_applies_a_quick_fix_each_undone_at_once() {
         "{fixed}"
     );
     ok_text(&gimlet.call("undo", json!({})).await);
-    assert_eq!(tree(&gimlet.root()), before, "one undo reverts the quick fix");
+    assert_eq!(
+        tree(&gimlet.root()),
+        before,
+        "one undo reverts the quick fix"
+    );
     gimlet.stop().await;
 }

@@ -192,7 +192,8 @@ impl Drop for AcceptedEdits {
         self.client.edit_sink.locked().take();
         // Requests that came after the action ended are refused, not left unanswered.
         while let Ok((id, _)) = self.requests.try_recv() {
-            self.client.answer_edit(&id, Err(String::from(REFUSED_EDIT)));
+            self.client
+                .answer_edit(&id, Err(String::from(REFUSED_EDIT)));
         }
     }
 }

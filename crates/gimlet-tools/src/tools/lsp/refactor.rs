@@ -176,7 +176,10 @@ async fn apply_action(
             "Applied `{title}`: it changed no file."
         )));
     }
-    Ok(ToolOutput::text(summary(&format!("Applied `{title}`"), &touched)))
+    Ok(ToolOutput::text(summary(
+        &format!("Applied `{title}`"),
+        &touched,
+    )))
 }
 
 /// Runs an action's command (`workspace/executeCommand`), applying the edits the server sends
@@ -297,7 +300,8 @@ async fn apply_edit(
     let resolved = {
         let paths = paths.clone();
         let file = file.to_owned();
-        ctx.blocking(move |ctx| judge_paths(&ctx, &paths, &file)).await?
+        ctx.blocking(move |ctx| judge_paths(&ctx, &paths, &file))
+            .await?
     };
     let locked: Vec<PathBuf> = resolved.iter().map(|r| r.path.clone()).collect();
     let _guards = ctx.env().locks().lock_all(&locked).await;
@@ -402,7 +406,11 @@ fn commit_plan(
         }
     }
     // Writes go before removals (a rename's destination before its source goes).
-    let mut order: Vec<&PlannedFile> = changed.iter().copied().filter(|f| f.after.is_some()).collect();
+    let mut order: Vec<&PlannedFile> = changed
+        .iter()
+        .copied()
+        .filter(|f| f.after.is_some())
+        .collect();
     order.extend(changed.iter().copied().filter(|f| f.after.is_none()));
     for file in &order {
         let now = &loaded[&file.path];

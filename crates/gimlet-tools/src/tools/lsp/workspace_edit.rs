@@ -160,9 +160,9 @@ pub(crate) fn parse(edit: &Value) -> Result<Vec<FileOp>, EditError> {
                 let options = change.get("options");
                 match change.get("kind").and_then(Value::as_str) {
                     None => {
-                        let document = change
-                            .get("textDocument")
-                            .ok_or_else(|| malformed(format!("a change without a kind: {change}")))?;
+                        let document = change.get("textDocument").ok_or_else(|| {
+                            malformed(format!("a change without a kind: {change}"))
+                        })?;
                         let version = document
                             .get("version")
                             .and_then(Value::as_i64)
@@ -452,7 +452,9 @@ pub(crate) fn apply_text_edits(
     if doc.has_bom() {
         text.insert(0, '\u{feff}');
     }
-    Ok(Document::from_text_in(text, doc.encoding()).bytes().into_owned())
+    Ok(Document::from_text_in(text, doc.encoding())
+        .bytes()
+        .into_owned())
 }
 
 /// Byte offsets where each line starts (after `\n`; `\r\n` ends a line as one break).

@@ -28,7 +28,13 @@ fn utf16_positions_land_after_non_ascii_text() {
     assert_eq!(String::from_utf8(out).unwrap(), "first\né😀renamed = 1\n");
     let inside = apply(text, &[edit((1, 2, 1, 3), "")]).unwrap_err();
     assert!(
-        matches!(inside, EditError::Position { why: "inside a character", .. }),
+        matches!(
+            inside,
+            EditError::Position {
+                why: "inside a character",
+                ..
+            }
+        ),
         "{inside:?}"
     );
 }
@@ -72,11 +78,17 @@ fn line_endings_bom_and_positions_past_the_end() {
     let out = apply(b"ab\r\ncd\r\n", &[edit((0, 99, 0, 99), "!")]).unwrap();
     assert_eq!(out, b"ab!\r\ncd\r\n");
     // The line after the last one, column 0, is the end of the text.
-    assert_eq!(apply(b"a\n", &[edit((1, 0, 1, 0), "b\n")]).unwrap(), b"a\nb\n");
+    assert_eq!(
+        apply(b"a\n", &[edit((1, 0, 1, 0), "b\n")]).unwrap(),
+        b"a\nb\n"
+    );
     let past = apply(b"a\n", &[edit((5, 0, 5, 0), "b")]).unwrap_err();
     assert!(matches!(past, EditError::Position { .. }), "{past:?}");
     let not_text = apply(b"\xff\xfe\x00", &[edit((0, 0, 0, 0), "b")]).unwrap_err();
-    assert!(matches!(not_text, EditError::NotText { .. }), "{not_text:?}");
+    assert!(
+        matches!(not_text, EditError::NotText { .. }),
+        "{not_text:?}"
+    );
 }
 
 #[test]
@@ -174,18 +186,33 @@ fn a_rename_moves_the_edited_content_and_edits_after_it_follow_the_new_name() {
             edits: vec![edit((1, 0, 1, 0), "# moved\n")],
         },
     ];
-    let planned = run(&[("/p/old.py", "def old(): pass\n")], &ops, &[("/p/old.py", 2)]).unwrap();
+    let planned = run(
+        &[("/p/old.py", "def old(): pass\n")],
+        &ops,
+        &[("/p/old.py", 2)],
+    )
+    .unwrap();
     assert_eq!(after(&planned, "/p/old.py"), None);
     assert_eq!(
         after(&planned, "/p/new.py").as_deref(),
         Some("def new(): pass\n# moved\n")
     );
-    assert_eq!(planned[0].renamed_to.as_deref(), Some(Path::new("/p/new.py")));
-    assert_eq!(planned[1].renamed_from.as_deref(), Some(Path::new("/p/old.py")));
+    assert_eq!(
+        planned[0].renamed_to.as_deref(),
+        Some(Path::new("/p/new.py"))
+    );
+    assert_eq!(
+        planned[1].renamed_from.as_deref(),
+        Some(Path::new("/p/old.py"))
+    );
     assert_eq!((planned[0].edits, planned[1].edits), (1, 1));
 
     // A version other than the one gimlet sent is refused.
-    let stale = run(&[("/p/old.py", "def old(): pass\n")], &ops, &[("/p/old.py", 3)]);
+    let stale = run(
+        &[("/p/old.py", "def old(): pass\n")],
+        &ops,
+        &[("/p/old.py", 3)],
+    );
     assert_eq!(
         stale.unwrap_err(),
         EditError::Version {
@@ -205,7 +232,12 @@ fn create_rename_and_delete_options() {
         ignore_if_exists,
     };
     let exists = run(&tree, &[create(false, false)], &[]).unwrap_err();
-    assert_eq!(exists, EditError::Exists { path: String::from("/p/a") });
+    assert_eq!(
+        exists,
+        EditError::Exists {
+            path: String::from("/p/a")
+        }
+    );
     let kept = run(&tree, &[create(false, true)], &[]).unwrap();
     assert!(kept[0].unchanged());
     // `overwrite` wins over `ignoreIfExists`.
@@ -221,7 +253,10 @@ fn create_rename_and_delete_options() {
         &[],
     )
     .unwrap();
-    assert_eq!((fresh[0].before.clone(), after(&fresh, "/p/c")), (None, Some(String::new())));
+    assert_eq!(
+        (fresh[0].before.clone(), after(&fresh, "/p/c")),
+        (None, Some(String::new()))
+    );
 
     let rename = |overwrite, ignore_if_exists| FileOp::Rename {
         from: PathBuf::from("/p/a"),
@@ -230,12 +265,20 @@ fn create_rename_and_delete_options() {
         ignore_if_exists,
     };
     let onto = run(&tree, &[rename(false, false)], &[]).unwrap_err();
-    assert_eq!(onto, EditError::Exists { path: String::from("/p/b") });
+    assert_eq!(
+        onto,
+        EditError::Exists {
+            path: String::from("/p/b")
+        }
+    );
     let skipped = run(&tree, &[rename(false, true)], &[]).unwrap();
     assert!(skipped.iter().all(PlannedFile::unchanged), "{skipped:?}");
     let replaced = run(&tree, &[rename(true, false)], &[]).unwrap();
     assert_eq!(
-        (after(&replaced, "/p/a"), after(&replaced, "/p/b").as_deref()),
+        (
+            after(&replaced, "/p/a"),
+            after(&replaced, "/p/b").as_deref()
+        ),
         (None, Some("A"))
     );
 
@@ -246,7 +289,16 @@ fn create_rename_and_delete_options() {
     let deleted = run(&tree, &[delete("/p/a", false)], &[]).unwrap();
     assert_eq!(after(&deleted, "/p/a"), None);
     let missing = run(&tree, &[delete("/p/zz", false)], &[]).unwrap_err();
-    assert!(matches!(missing, EditError::Missing { what: "deletes", .. }), "{missing:?}");
+    assert!(
+        matches!(
+            missing,
+            EditError::Missing {
+                what: "deletes",
+                ..
+            }
+        ),
+        "{missing:?}"
+    );
     let ignored = run(&tree, &[delete("/p/zz", true)], &[]).unwrap();
     assert!(ignored[0].unchanged());
 }
