@@ -46,11 +46,9 @@ pub enum LspOperation {
     Diagnostics,
     /// The edits renaming the symbol at the position to `new_name` would make (none is applied)
     RenamePreview,
-    /// Renames the symbol at the position to `new_name` across the project, applying the
-    /// server's edits (files renamed too) as one change that one `undo` reverts
+    /// Renames the symbol at the position to `new_name`, applying the edits as one change
     Rename,
-    /// The actions the server offers at the position or range (quick fixes, organize imports,
-    /// refactorings), numbered; with `action`, applies that one as one change
+    /// The actions offered at the position or range, numbered; `action` applies one
     CodeActions,
 }
 
