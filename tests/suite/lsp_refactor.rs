@@ -2,6 +2,8 @@
 //! scripted server (`fake_refactor_server.py`, which renames a file as part of a rename and
 //! applies a command's edit through `workspace/applyEdit`) and with basedpyright.
 
+#![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
