@@ -456,11 +456,14 @@ pub(super) fn summary(headline: &str, touched: &[Touched]) -> String {
         })
         .collect();
     let edits: usize = touched.iter().map(|t| t.edits).sum();
-    let count = |how: fn(&How) -> bool| touched.iter().filter(|t| how(&t.how)).count();
     let renamed = destinations.len();
-    let created = count(|h| matches!(h, How::Created)) - renamed;
-    let deleted = count(|h| matches!(h, How::Deleted));
-    let files = touched.len() - renamed;
+    let created = touched
+        .iter()
+        .filter(|t| t.how == How::Created && !destinations.contains(&t.display.as_str()))
+        .count();
+    let deleted = touched.iter().filter(|t| t.how == How::Deleted).count();
+    // A rename is one file under two names.
+    let files = touched.len().saturating_sub(renamed);
     let mut out = format!(
         "{headline}: {} changed ({})",
         counted(files, "file", "files"),
@@ -485,6 +488,8 @@ pub(super) fn summary(headline: &str, touched: &[Touched]) -> String {
     };
     for t in touched {
         let line = match &t.how {
+            // A rename's destination is on its source's line.
+            How::Created | How::Edited if destinations.contains(&t.display.as_str()) => continue,
             How::Edited => format!("M {}{}", t.display, edits_of(t.edits)),
             How::Renamed { to } => {
                 let moved = touched
@@ -493,7 +498,6 @@ pub(super) fn summary(headline: &str, touched: &[Touched]) -> String {
                     .map_or(0, |d| d.edits);
                 format!("R {} -> {to}{}", t.display, edits_of(t.edits + moved))
             }
-            How::Created if destinations.contains(&t.display.as_str()) => continue,
             How::Created => format!("A {}{}", t.display, edits_of(t.edits)),
             How::Deleted => format!("D {}", t.display),
         };
@@ -592,6 +596,28 @@ mod tests {
             ],
         );
         insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn a_rename_onto_a_file_it_replaces_is_one_file() {
+        let text = summary(
+            "Applied `Move`",
+            &[
+                touched(
+                    "a.py",
+                    0,
+                    How::Renamed {
+                        to: String::from("b.py"),
+                    },
+                ),
+                touched("b.py", 0, How::Edited),
+            ],
+        );
+        assert_eq!(
+            text,
+            "Applied `Move`: 1 file changed (0 edits), 1 renamed. One `undo` reverts it all.\n\
+             R a.py -> b.py\n"
+        );
     }
 
     #[test]
