@@ -356,3 +356,41 @@ async fn basedpyright_renames_and_applies_a_quick_fix_each_undone_at_once() {
     );
     gimlet.stop().await;
 }
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread")]
+async fn typescript_organizes_imports_and_one_undo_reverts_it() {
+    let Some(path) = path_with("typescript-language-server") else {
+        return;
+    };
+    let (gimlet, _config) = start(&path, "typescript", CONFIG).await;
+    gimlet.write(
+        "src/extra.ts",
+        "export const zeta = 1;\nexport const alpha = 2;\n",
+    );
+    let original = "import { zeta, alpha } from \"./extra\";\nimport { add } from \"./math\";\n\nconsole.log(add(alpha, zeta));\n";
+    let file = gimlet.write("src/tidy.ts", original);
+    let at = json!({"operation": "code_actions", "path": "src/tidy.ts", "line": 1, "kind": "source.organizeImports"});
+    let listed = ok_text(&gimlet.call("lsp", at.clone()).await);
+    let number = listed
+        .lines()
+        .find(|l| l.contains("[source.organizeImports"))
+        .and_then(|l| l.split('.').next())
+        .unwrap_or_else(|| panic!("no organize imports offered: {listed}"))
+        .parse::<usize>()
+        .unwrap();
+    let mut apply = at;
+    apply["action"] = json!(number);
+    let applied = ok_text(&gimlet.call("lsp", apply).await);
+    assert!(
+        applied.contains("1 file changed") && applied.contains("M src/tidy.ts"),
+        "{applied}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "import { alpha, zeta } from \"./extra\";\nimport { add } from \"./math\";\n\nconsole.log(add(alpha, zeta));\n"
+    );
+    ok_text(&gimlet.call("undo", json!({})).await);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
+    gimlet.stop().await;
+}

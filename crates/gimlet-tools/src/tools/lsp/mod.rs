@@ -80,6 +80,9 @@ pub struct LspArgs {
     pub end_column: Option<usize>,
     /// `code_actions`: the number of the action to apply, from the list without it.
     pub action: Option<usize>,
+    /// `code_actions`: only actions of this kind (`quickfix`, `refactor`, `source`,
+    /// `source.organizeImports` ...); some servers offer source actions only when asked so.
+    pub kind: Option<String>,
     /// Results per page (default 100).
     pub head_limit: Option<usize>,
     /// Results to skip, to get the next page.
@@ -172,10 +175,13 @@ impl Tool for LspTool {
             return Err(ToolError::invalid(format!("`{op}` needs `new_name`")));
         }
         if args.operation != LspOperation::CodeActions
-            && (args.end_line.is_some() || args.end_column.is_some() || args.action.is_some())
+            && (args.end_line.is_some()
+                || args.end_column.is_some()
+                || args.action.is_some()
+                || args.kind.is_some())
         {
             return Err(ToolError::invalid(format!(
-                "`end_line`, `end_column` and `action` belong to `code_actions`, not `{op}`"
+                "`end_line`, `end_column`, `action` and `kind` belong to `code_actions`, not `{op}`"
             )));
         }
         if args.end_line == Some(0) || args.end_column == Some(0) || args.action == Some(0) {

@@ -109,11 +109,14 @@ pub(super) async fn code_actions(
                 && (e.line, e.character) >= (start.line, start.character)
         })
         .collect();
-    let params = json!({
+    let mut params = json!({
         "textDocument": {"uri": uri_of(file)},
         "range": {"start": start, "end": end},
         "context": {"diagnostics": diagnostics, "triggerKind": 1},
     });
+    if let Some(kind) = args.kind.as_deref().filter(|k| !k.is_empty()) {
+        params["context"]["only"] = json!([kind]);
+    }
     let result = request(client, ctx, "textDocument/codeAction", params).await?;
     let actions: Vec<Value> = match result {
         Value::Array(items) => items,
