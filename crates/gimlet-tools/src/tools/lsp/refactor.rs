@@ -235,7 +235,14 @@ async fn run_command(
     };
     drop(accepted);
     if let Some(err) = failure {
-        return Err(err);
+        if touched.is_empty() {
+            return Err(err);
+        }
+        let files: Vec<&str> = touched.iter().map(|t| t.display.as_str()).collect();
+        return Err(ToolError::failed(format!(
+            "{err}; the action's earlier edits stay applied ({}): one `undo` reverts them",
+            files.join(", ")
+        )));
     }
     // Edits already applied are the action's effect even when the command's own answer is an
     // error (or the server went after sending them): they are reported, not applied again.
