@@ -231,6 +231,30 @@ async fn a_rename_touching_a_denied_path_changes_nothing_and_says_why() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_server_edit_that_does_not_fit_the_text_changes_nothing() {
+    let Some((gimlet, _config)) = start_fake("").await else {
+        return;
+    };
+    gimlet.write("overlap.fake", "word one\n");
+    gimlet.write("stale.fake", "word two\n");
+    let before = tree(&gimlet.root());
+    let rename =
+        |path: &str| json!({"operation": "rename", "path": path, "line": 1, "new_name": "other"});
+    let overlap = err_text(&gimlet.call("lsp", rename("overlap.fake")).await);
+    assert!(
+        overlap.contains("the server's edits to `overlap.fake` overlap (at lines 1 and 1)"),
+        "{overlap}"
+    );
+    let stale = err_text(&gimlet.call("lsp", rename("stale.fake")).await);
+    assert!(
+        stale.contains("is for version 2 of it, but gimlet sent version 1"),
+        "{stale}"
+    );
+    assert_tree(&gimlet.root(), &before, "nothing changed");
+    gimlet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_commands_edit_is_applied_only_while_gimlet_applies_its_action() {
     let Some((gimlet, _config)) = start_fake("").await else {
         return;
