@@ -20,8 +20,8 @@ mod intent;
 
 pub use intent::{CommitError, Step, commit_all, recover_pending};
 
-/// Entries kept at most.
-const MAX_ENTRIES: usize = 200;
+/// Entries (files changed) kept at most: room for a rename across thousands of files.
+const MAX_ENTRIES: usize = 4096;
 /// Bytes of previous content kept at most; older entries go first.
 const MAX_BYTES: usize = 64 * 1024 * 1024;
 
@@ -104,7 +104,9 @@ impl Journal {
         self.next_change.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// Records an entry, dropping the oldest beyond the limits.
+    /// Records an entry, dropping the oldest changes beyond the limits. A change goes whole
+    /// (an undo restores all of its files or it is not offered), and the newest one is never
+    /// dropped: one `undo` reverts a change of any size (a rename across hundreds of files).
     pub fn record(&self, entry: JournalEntry) {
         let mut entries = self.entries.locked();
         entries.push_back(entry);
@@ -112,9 +114,18 @@ impl Journal {
             .iter()
             .map(|e| e.before.as_ref().map_or(0, Before::kept))
             .sum();
-        while entries.len() > MAX_ENTRIES || (bytes > MAX_BYTES && entries.len() > 1) {
-            if let Some(old) = entries.pop_front() {
-                bytes -= old.before.as_ref().map_or(0, Before::kept);
+        let newest = entries.back().map(|e| e.change);
+        while entries.len() > MAX_ENTRIES || bytes > MAX_BYTES {
+            let Some(oldest) = entries.front().map(|e| e.change) else {
+                break;
+            };
+            if Some(oldest) == newest {
+                break;
+            }
+            while entries.front().is_some_and(|e| e.change == oldest) {
+                if let Some(old) = entries.pop_front() {
+                    bytes -= old.before.as_ref().map_or(0, Before::kept);
+                }
             }
         }
     }
@@ -185,6 +196,23 @@ mod tests {
     }
 
     #[test]
+    fn a_change_is_dropped_whole_and_the_newest_never() {
+        let journal = Journal::default();
+        journal.record(entry(1, "/old-a"));
+        journal.record(entry(1, "/old-b"));
+        // One change of more files than the journal keeps entries otherwise.
+        for i in 0..MAX_ENTRIES + 10 {
+            journal.record(entry(2, &format!("/f{i}")));
+        }
+        assert_eq!(journal.latest(None).len(), MAX_ENTRIES + 10);
+        assert!(journal.latest(Some(Path::new("/old-a"))).is_empty());
+        // The next change drops the big one whole, never a part of it.
+        journal.record(entry(3, "/g"));
+        assert_eq!(journal.latest(None), vec![entry(3, "/g")]);
+        assert!(journal.latest(Some(Path::new("/f0"))).is_empty());
+    }
+
+    #[test]
     fn latest_change_or_latest_for_a_path() {
         let journal = Journal::default();
         journal.record(entry(1, "/a"));
@@ -235,10 +263,11 @@ mod tests {
     #[test]
     fn the_journal_is_bounded() {
         let journal = Journal::default();
-        for i in 0..300 {
+        let changes = MAX_ENTRIES as u64 + 100;
+        for i in 0..changes {
             journal.record(entry(i, "/a"));
         }
         assert_eq!(journal.entries.lock().unwrap().len(), MAX_ENTRIES);
-        assert_eq!(journal.latest(None)[0].change, 299);
+        assert_eq!(journal.latest(None)[0].change, changes - 1);
     }
 }

@@ -175,7 +175,36 @@ pub(crate) struct Client {
     last_used: Mutex<Instant>,
     /// Waits for its reports under way ([`Client::in_use`]).
     waiting: AtomicUsize,
+    /// Where the server's `workspace/applyEdit` requests go while gimlet applies an action it
+    /// asked for ([`Client::accept_edits`]); refused when `None`.
+    edit_sink: Mutex<Option<mpsc::UnboundedSender<EditRequest>>>,
 }
+
+/// A `workspace/applyEdit` request from the server: its id (for the answer) and its params.
+pub(crate) type EditRequest = (Value, Value);
+
+/// The server's edits accepted while this lives (see [`Client::accept_edits`]); dropped, they
+/// are refused again.
+pub(crate) struct AcceptedEdits {
+    client: Arc<Client>,
+    /// The requests, in the order they came.
+    pub(crate) requests: mpsc::UnboundedReceiver<EditRequest>,
+}
+
+impl Drop for AcceptedEdits {
+    fn drop(&mut self) {
+        self.client.edit_sink.locked().take();
+        // Requests that came after the action ended are refused, not left unanswered.
+        while let Ok((id, _)) = self.requests.try_recv() {
+            self.client
+                .answer_edit(&id, Err(String::from(REFUSED_EDIT)));
+        }
+    }
+}
+
+/// Why a server's `workspace/applyEdit` is refused outside an action gimlet applies.
+pub(crate) const REFUSED_EDIT: &str = "gimlet applies a server's edits only while it applies a \
+    code action the agent chose; other changes go through its file tools";
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -222,6 +251,7 @@ impl Client {
             stopping: AtomicBool::new(false),
             last_used: Mutex::new(Instant::now()),
             waiting: AtomicUsize::new(0),
+            edit_sink: Mutex::new(None),
         });
         tokio::spawn(write_loop(stdin, rx));
         tokio::spawn(stderr_loop(Arc::clone(&client), stderr));
@@ -279,7 +309,15 @@ impl Client {
                 "workspace": {
                     "configuration": true,
                     "workspaceFolders": true,
-                    "applyEdit": false,
+                    // Accepted only while gimlet applies an action it asked for.
+                    "applyEdit": true,
+                    "workspaceEdit": {
+                        "documentChanges": true,
+                        "resourceOperations": ["create", "rename", "delete"],
+                        "failureHandling": "abort",
+                        "normalizesLineEndings": false,
+                    },
+                    "executeCommand": {"dynamicRegistration": false},
                     "symbol": {"dynamicRegistration": false},
                     "didChangeConfiguration": {"dynamicRegistration": false},
                 },
@@ -296,9 +334,59 @@ impl Client {
                     "references": {},
                     "documentSymbol": {"hierarchicalDocumentSymbolSupport": true},
                     "rename": {"prepareSupport": false},
+                    "codeAction": {
+                        "codeActionLiteralSupport": {"codeActionKind": {"valueSet": [
+                            "", "quickfix", "refactor", "refactor.extract", "refactor.inline",
+                            "refactor.rewrite", "source", "source.organizeImports",
+                            "source.fixAll",
+                        ]}},
+                        "isPreferredSupport": true,
+                        "disabledSupport": true,
+                        "dataSupport": true,
+                        "resolveSupport": {"properties": ["edit"]},
+                    },
                 },
             },
         })
+    }
+
+    /// A server capability by JSON pointer (`/codeActionProvider/resolveProvider`), or null.
+    pub(crate) fn capability(&self, pointer: &str) -> Value {
+        self.capabilities
+            .locked()
+            .pointer(pointer)
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
+    /// Accepts the server's `workspace/applyEdit` requests until the returned guard is dropped:
+    /// for the time gimlet runs a command of an action it asked for. `None` while another call
+    /// holds it (one action at a time per server).
+    pub(crate) fn accept_edits(self: &Arc<Self>) -> Option<AcceptedEdits> {
+        let mut sink = self.edit_sink.locked();
+        if sink.as_ref().is_some_and(|s| !s.is_closed()) {
+            return None;
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        *sink = Some(tx);
+        Some(AcceptedEdits {
+            client: Arc::clone(self),
+            requests: rx,
+        })
+    }
+
+    /// Answers a `workspace/applyEdit` request: applied, or not and why.
+    pub(crate) fn answer_edit(&self, id: &Value, applied: Result<(), String>) {
+        let result = match applied {
+            Ok(()) => json!({"applied": true}),
+            Err(reason) => json!({"applied": false, "failureReason": reason}),
+        };
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    /// The paths of the documents the server has open.
+    pub(crate) async fn open_paths(&self) -> Vec<PathBuf> {
+        self.documents.lock().await.keys().cloned().collect()
     }
 
     /// The server's process id (the helper's, when it runs under one).

@@ -185,6 +185,12 @@ impl Document {
         self.encoding
     }
 
+    /// The original text without its BOM: the text as a language server has it (line
+    /// endings as they are).
+    pub(crate) fn body(&self) -> &str {
+        self.original.strip_prefix(BOM).unwrap_or(&self.original)
+    }
+
     /// The file's bytes: the original text in the document's encoding.
     pub(crate) fn bytes(&self) -> Cow<'_, [u8]> {
         self.encoding.encode(&self.original)

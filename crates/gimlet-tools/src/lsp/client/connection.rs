@@ -92,11 +92,16 @@ impl Client {
             | "workspace/inlayHint/refresh"
             | "workspace/inlineValue/refresh"
             | "workspace/codeLens/refresh" => Ok(Value::Null),
-            // We never let a server change files: edits go through the file tools.
-            "workspace/applyEdit" => Ok(json!({
-                "applied": false,
-                "failureReason": "gimlet applies edits only through its file tools",
-            })),
+            // A server changes files only while gimlet applies an action it asked for, and then
+            // through the same path as the file tools (`tools/lsp/refactor.rs`), which answers.
+            "workspace/applyEdit" => {
+                if let Some(sink) = self.edit_sink.locked().as_ref()
+                    && sink.send((id.clone(), params.clone())).is_ok()
+                {
+                    return;
+                }
+                Ok(json!({"applied": false, "failureReason": super::REFUSED_EDIT}))
+            }
             _ => Err((-32601, format!("gimlet does not handle `{method}`"))),
         };
         self.answer(id, result);

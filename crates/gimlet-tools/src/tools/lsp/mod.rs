@@ -1,7 +1,9 @@
 //! `lsp`: ask the file's language server: definition, references, hover, symbols,
 //! diagnostics, and the edits a rename would make.
 
+mod refactor;
 mod render;
+mod workspace_edit;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -44,6 +46,10 @@ pub enum LspOperation {
     Diagnostics,
     /// The edits renaming the symbol at the position to `new_name` would make (none is applied)
     RenamePreview,
+    /// Renames the symbol at the position to `new_name`, applying the edits as one change
+    Rename,
+    /// The actions offered at the position or range, numbered; `action` applies one
+    CodeActions,
 }
 
 /// Arguments of `lsp`.
@@ -64,8 +70,19 @@ pub struct LspArgs {
     pub symbol: Option<String>,
     /// `workspace_symbols`: the name, or part of it, to look for.
     pub query: Option<String>,
-    /// `rename_preview`: the new name.
+    /// `rename`, `rename_preview`: the new name.
     pub new_name: Option<String>,
+    /// `code_actions`: the line where the range ends (1-based; default: the position, an empty
+    /// range).
+    pub end_line: Option<usize>,
+    /// `code_actions`: the column where the range ends (1-based, in characters; default: the
+    /// end of `end_line`).
+    pub end_column: Option<usize>,
+    /// `code_actions`: the number of the action to apply, from the list without it.
+    pub action: Option<usize>,
+    /// `code_actions`: only actions of this kind (`quickfix`, `refactor`, `source`,
+    /// `source.organizeImports` ...); some servers offer source actions only when asked so.
+    pub kind: Option<String>,
     /// Results per page (default 100).
     pub head_limit: Option<usize>,
     /// Results to skip, to get the next page.
@@ -80,7 +97,15 @@ impl LspArgs {
                 | LspOperation::References
                 | LspOperation::Hover
                 | LspOperation::RenamePreview
+                | LspOperation::Rename
+                | LspOperation::CodeActions
         )
+    }
+
+    /// Whether the call changes files: `rename`, and `code_actions` with `action`.
+    fn changes_files(&self) -> bool {
+        self.operation == LspOperation::Rename
+            || (self.operation == LspOperation::CodeActions && self.action.is_some())
     }
 }
 
@@ -101,7 +126,12 @@ impl Tool for LspTool {
         env.lsp().enabled()
     }
 
-    fn flags(&self, _args: Option<&LspArgs>) -> ToolFlags {
+    fn flags(&self, args: Option<&LspArgs>) -> ToolFlags {
+        // Without arguments (`tools/list`, the read-only mode's offer) the tool reads: its
+        // changing operations are judged per call, as writes of their file.
+        if args.is_some_and(LspArgs::changes_files) {
+            return ToolFlags::MUTATING;
+        }
         ToolFlags {
             interrupt: InterruptBehavior::Cancel,
             ..ToolFlags::READ_ONLY
@@ -137,17 +167,46 @@ impl Tool for LspTool {
                 "`workspace_symbols` needs `query`: the name (or part of it) to look for",
             ));
         }
-        if args.operation == LspOperation::RenamePreview
-            && args.new_name.as_deref().is_none_or(str::is_empty)
+        if matches!(
+            args.operation,
+            LspOperation::RenamePreview | LspOperation::Rename
+        ) && args.new_name.as_deref().is_none_or(str::is_empty)
         {
-            return Err(ToolError::invalid("`rename_preview` needs `new_name`"));
+            return Err(ToolError::invalid(format!("`{op}` needs `new_name`")));
+        }
+        if args.operation != LspOperation::CodeActions
+            && (args.end_line.is_some()
+                || args.end_column.is_some()
+                || args.action.is_some()
+                || args.kind.is_some())
+        {
+            return Err(ToolError::invalid(format!(
+                "`end_line`, `end_column`, `action` and `kind` belong to `code_actions`, not `{op}`"
+            )));
+        }
+        if args.end_line == Some(0) || args.end_column == Some(0) || args.action == Some(0) {
+            return Err(ToolError::invalid(
+                "`end_line`, `end_column` and `action` start at 1",
+            ));
+        }
+        if args.end_column.is_some() && args.end_line.is_none() {
+            return Err(ToolError::invalid(
+                "`end_column` needs `end_line`: the range ends at that line and column",
+            ));
         }
         Ok(args)
     }
 
     async fn accesses(&self, args: &LspArgs, ctx: &ToolContext) -> Result<Vec<Access>, ToolError> {
+        // A changing operation is judged as a write of its file here; the other files the
+        // server's edit touches are judged when it is known (`refactor.rs`).
+        let kind = if args.changes_files() {
+            AccessKind::Write
+        } else {
+            AccessKind::Read
+        };
         match &args.path {
-            Some(path) => Ok(vec![ctx.path_access(path, AccessKind::Read).await?]),
+            Some(path) => Ok(vec![ctx.path_access(path, kind).await?]),
             None => Ok(Vec::new()),
         }
     }
@@ -275,6 +334,15 @@ async fn answer(
             let places = render::document_symbols(&result, file);
             page(ctx, args, places, Some((file, text)), ("symbol", "symbols")).await
         }
+        LspOperation::CodeActions => {
+            let position = position(args, client, ctx, file, &text).await?;
+            refactor::code_actions(args, ctx, client, file, &text, position).await
+        }
+        LspOperation::Rename => {
+            let position = position(args, client, ctx, file, &text).await?;
+            let at = json!({"textDocument": {"uri": uri_of(file)}, "position": position});
+            refactor::rename(args, ctx, client, file, at).await
+        }
         LspOperation::Definition
         | LspOperation::References
         | LspOperation::Hover
@@ -384,7 +452,9 @@ async fn at_position(
         }
         LspOperation::DocumentSymbols
         | LspOperation::WorkspaceSymbols
-        | LspOperation::Diagnostics => Err(ToolError::failed("not a position operation")),
+        | LspOperation::Diagnostics
+        | LspOperation::Rename
+        | LspOperation::CodeActions => Err(ToolError::failed("not a position operation")),
     }
 }
 
