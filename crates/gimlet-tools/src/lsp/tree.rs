@@ -32,8 +32,8 @@ pub(crate) fn descendants(pid: u32) -> Vec<u32> {
     tree
 }
 
-/// None found on this system.
-#[cfg(not(target_os = "linux"))]
+/// None found on this system (Unix without `/proc`; Windows kills by Job Object).
+#[cfg(all(unix, not(target_os = "linux")))]
 pub(crate) fn descendants(_pid: u32) -> Vec<u32> {
     Vec::new()
 }
