@@ -20,6 +20,8 @@ mod initialize;
 mod lsp;
 #[cfg(unix)] // The servers and the fake server (Python) are run as Unix programs.
 mod lsp_fresh;
+#[cfg(unix)] // The servers are run as Unix programs.
+mod lsp_impact;
 mod more_tools;
 pub(crate) mod permissions;
 mod protocol;

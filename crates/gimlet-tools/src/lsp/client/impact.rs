@@ -1,0 +1,256 @@
+//! The other files a change may break, asked about before and after it (`lsp/impact.rs` has
+//! the rules and the block):
+//!
+//! - **which files**: those holding references to the symbols the change touched, asked in the
+//!   old text before the change is sent (a renamed function's callers use the old name), then
+//!   the other files open on the server, then those checked after an earlier change; at most
+//!   [`MAX_OTHER_FILES`], each served by this server under its root;
+//! - **before the change**: what the last check found for the file, while its text is the
+//!   same; else it is opened from disk and asked now, by the server's freshness rule;
+//! - **after the change**: asked again by the same rule; for a server that only publishes,
+//!   the file's text is sent again as a new version (`didChange` with the same text), so the
+//!   report awaited is for a version sent after the change.
+//!
+//! Every step ends at the call's bound; a file not answered by then is counted, not guessed.
+
+use std::hash::{DefaultHasher, Hash as _, Hasher as _};
+use std::path::{Path, PathBuf};
+
+use lsp_types::Diagnostic;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::fresh::Freshness;
+use super::{Client, Waited};
+use crate::lsp::diagnostics::ChangedLines;
+use crate::lsp::impact::touched_symbols;
+use crate::lsp::position::{path_of, uri_of};
+use crate::lsp::read_text;
+use crate::util::MutexExt as _;
+
+/// Other files checked after one change, at most.
+pub(crate) const MAX_OTHER_FILES: usize = 40;
+
+/// An other file, with its text and what the server reported for it before the change.
+#[derive(Debug, Clone)]
+pub(crate) struct Other {
+    pub(crate) path: PathBuf,
+    pub(crate) text: String,
+    pub(crate) before: Vec<Diagnostic>,
+}
+
+/// The other files to check after a change, chosen before it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Plan {
+    /// Those whose diagnostics before the change are known.
+    pub(crate) files: Vec<Other>,
+    /// Those chosen whose diagnostics before the change did not come in time.
+    pub(crate) unknown: usize,
+}
+
+/// The last diagnostics of an other file, tied to its text by a hash.
+#[derive(Debug, Clone)]
+pub(crate) struct Checked {
+    text_hash: u64,
+    items: Vec<Diagnostic>,
+}
+
+fn hash_of(text: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
+}
+
+impl Client {
+    /// Before a change of `path` from `old` to `new` is sent: the other files to check and
+    /// their diagnostics now. `exclude` are files the same call changed (they have their own
+    /// block). The references are looked up until `lookup`, the rest until `deadline`.
+    pub(crate) async fn impact_before(
+        &self,
+        path: &Path,
+        (old, new): (&str, &str),
+        exclude: &[PathBuf],
+        (lookup, deadline): (tokio::time::Instant, tokio::time::Instant),
+        cancel: &CancellationToken,
+    ) -> Plan {
+        let mut chosen = self.referencing(path, old, new, lookup, cancel).await;
+        chosen.extend(self.documents.lock().await.keys().cloned());
+        chosen.extend(self.state.locked().checked.keys().cloned());
+        let mut seen = std::collections::HashSet::new();
+        chosen.retain(|p| {
+            p != path && !exclude.contains(p) && self.serves(p) && seen.insert(p.clone())
+        });
+        chosen.truncate(MAX_OTHER_FILES);
+        tracing::debug!(server = %self.name, files = chosen.len(), "other files to check");
+        if chosen.is_empty() {
+            return Plan::default();
+        }
+        let texts = {
+            let chosen = chosen.clone();
+            tokio::task::spawn_blocking(move || chosen.iter().map(|p| read_text(p)).collect())
+                .await
+                .unwrap_or_else(|_| Vec::new())
+        };
+        let mut plan = Plan::default();
+        let mut ask = Vec::new();
+        for (path, text) in chosen.into_iter().zip(texts) {
+            // Gone or unreadable: not a file the change can break.
+            let Some(text) = text else { continue };
+            let known = self
+                .state
+                .locked()
+                .checked
+                .get(&path)
+                .filter(|c| c.text_hash == hash_of(&text))
+                .map(|c| c.items.clone());
+            match known {
+                Some(before) => plan.files.push(Other { path, text, before }),
+                None => ask.push((path, text)),
+            }
+        }
+        // Open what is asked about, so that every rule can answer for it.
+        let mut synced = Vec::new();
+        for (path, text) in &ask {
+            synced.push(self.sync(path, text.clone()).await);
+        }
+        let paths: Vec<&Path> = ask.iter().map(|(p, _)| p.as_path()).collect();
+        let answers = self
+            .check_now(&paths, Some(&synced), deadline, cancel)
+            .await;
+        for ((path, text), answer) in ask.into_iter().zip(answers) {
+            match answer {
+                Some(before) => plan.files.push(Other { path, text, before }),
+                None => plan.unknown += 1,
+            }
+        }
+        plan
+    }
+
+    /// After the change was sent: each planned file's diagnostics now, by the server's rule,
+    /// until `deadline` (`None` for a file with no answer by then). Each answer is kept as
+    /// the file's last check.
+    pub(crate) async fn impact_after(
+        &self,
+        plan: &Plan,
+        deadline: tokio::time::Instant,
+        cancel: &CancellationToken,
+    ) -> Vec<Option<Vec<Diagnostic>>> {
+        let paths: Vec<&Path> = plan.files.iter().map(|f| f.path.as_path()).collect();
+        let answers = if self.freshness() == Freshness::Pushed {
+            // A report for a version sent after the change.
+            let mut touched = Vec::new();
+            for path in &paths {
+                touched.push(self.touch(path).await);
+            }
+            let Some(touched) = touched.into_iter().collect::<Option<Vec<_>>>() else {
+                return vec![None; paths.len()];
+            };
+            self.check_now(&paths, Some(&touched), deadline, cancel)
+                .await
+        } else {
+            self.check_now(&paths, None, deadline, cancel).await
+        };
+        let mut state = self.state.locked();
+        for (file, answer) in plan.files.iter().zip(&answers) {
+            if let Some(items) = answer {
+                state.checked.insert(
+                    file.path.clone(),
+                    Checked {
+                        text_hash: hash_of(&file.text),
+                        items: items.clone(),
+                    },
+                );
+            }
+        }
+        answers
+    }
+
+    /// The files with references to the symbols the change touched, asked in the old text
+    /// (which the server has: the change is not sent yet).
+    async fn referencing(
+        &self,
+        path: &Path,
+        old: &str,
+        new: &str,
+        until: tokio::time::Instant,
+        cancel: &CancellationToken,
+    ) -> Vec<PathBuf> {
+        let left = || until.saturating_duration_since(tokio::time::Instant::now());
+        let document = json!({"uri": uri_of(path)});
+        let Ok(symbols) = self
+            .request(
+                "textDocument/documentSymbol",
+                json!({"textDocument": document}),
+                left(),
+                cancel,
+            )
+            .await
+        else {
+            return Vec::new();
+        };
+        let mut files = Vec::new();
+        let touched = touched_symbols(&symbols, ChangedLines::between(old, new));
+        tracing::debug!(server = %self.name, ?touched, %symbols, "symbols the change touched");
+        for at in touched {
+            let params = json!({
+                "textDocument": document,
+                "position": at,
+                "context": {"includeDeclaration": false},
+            });
+            match self
+                .request("textDocument/references", params, left(), cancel)
+                .await
+            {
+                Ok(found) => files.extend({
+                    tracing::debug!(server = %self.name, %found, "references");
+
+                    found
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|l| l.get("uri").and_then(Value::as_str))
+                        .filter_map(|u| u.parse::<lsp_types::Uri>().ok())
+                        .filter_map(|u| path_of(&u))
+                }),
+                Err(super::RequestError::Server { .. }) => {}
+                Err(_) => break,
+            }
+        }
+        files
+    }
+
+    /// Whether an other file is one this server checks: beneath its root, of its language.
+    fn serves(&self, path: &Path) -> bool {
+        path.starts_with(&self.root)
+            && crate::lsp::servers::extension_of(path)
+                .is_some_and(|ext| self.spec.extensions.contains(&ext))
+    }
+
+    /// Each file's diagnostics now, until `deadline`: asked (pull, tsserver), or the
+    /// publication for the version in `synced` (a server that only publishes).
+    async fn check_now(
+        &self,
+        paths: &[&Path],
+        synced: Option<&[super::Synced]>,
+        deadline: tokio::time::Instant,
+        cancel: &CancellationToken,
+    ) -> Vec<Option<Vec<Diagnostic>>> {
+        let mut answers = Vec::with_capacity(paths.len());
+        for (i, path) in paths.iter().enumerate() {
+            let asked = match self.freshness() {
+                Freshness::Pull => self.pull(path, deadline, cancel).await.ok(),
+                Freshness::Tsserver => self.ask_tsserver(path, deadline, cancel).await.ok(),
+                Freshness::Pushed => match synced.and_then(|s| s.get(i)) {
+                    Some(synced) => match self.wait_published(path, synced, deadline, cancel).await
+                    {
+                        Waited::Reported(report) => Some(report.published.items),
+                        Waited::TimedOut | Waited::Exited(_) => None,
+                    },
+                    None => None,
+                },
+            };
+            answers.push(asked);
+        }
+        answers
+    }
+}
