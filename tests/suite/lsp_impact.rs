@@ -226,7 +226,21 @@ async fn callers_broken_and_mended(case: Case) {
         case.server
     );
     assert!(text.contains("[complete], other files:"), "{text}");
-    let meta = &metadata(&broken)["diagnostics"][0]["elsewhere"];
+    let file_meta = &metadata(&broken)["diagnostics"][0];
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!(
+            "impact {}: {found} of {} new errors reported; whole step {} ms, change to report {} \
+             ms, other files after the change {} ms\n",
+            case.server,
+            expected.len(),
+            file_meta["wait_ms"],
+            file_meta["report_ms"],
+            file_meta["elsewhere"]["wait_ms"]
+        )
+        .as_bytes(),
+    );
+    let meta = &file_meta["elsewhere"];
     assert_eq!(
         (&meta["new"], &meta["unchecked"], &meta["completeness"]),
         (&json!(10), &json!(0), &json!("complete")),

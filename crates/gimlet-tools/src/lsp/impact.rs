@@ -273,6 +273,22 @@ mod tests {
     }
 
     #[test]
+    fn the_block_reads_as_snapshotted() {
+        let found = Found {
+            files: vec![
+                file("src/c2.ts", &[1, 2]),
+                file("src/c1.ts", &[1, 2]),
+                file("src/c3.ts", &[1]),
+            ],
+            unchecked: 1,
+            wait_secs: 3.0,
+        };
+        insta::assert_snapshot!(
+            render("typescript-language-server", &DONE, &found, FILTER, 4).unwrap()
+        );
+    }
+
+    #[test]
     fn no_new_errors_is_said_with_the_files_checked_and_partial_when_cut() {
         let clean = Found {
             files: vec![file("a.py", &[]), file("b.py", &[])],
