@@ -2,7 +2,8 @@
 //! the callers in five other files, for basedpyright and typescript-language-server; the new
 //! errors the batch checker finds in those files (its errors after the edit less those before)
 //! must be in the edit's result, at least 90% of them, and nothing that was there before. The
-//! edit that mends the signature again reports no new errors elsewhere; the cap counts the rest.
+//! edit that mends the signature again reports no new errors elsewhere; a rename breaks the
+//! callers again (found by the old name); the cap counts the rest.
 //! A server that is not installed skips.
 
 #![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
@@ -255,6 +256,25 @@ async fn callers_broken_and_mended(case: Case) {
         block.starts_with(" no new errors in the "),
         "{}: {mended}",
         case.server
+    );
+
+    // Renamed: the callers are found by the old name (asked before the change is sent).
+    let before = tokio::task::block_in_place(|| batch(&case, &root));
+    let renamed = ok_text(&edit(&gimlet, case.lib.0, "perimeter(", "girth(").await);
+    let after = tokio::task::block_in_place(|| batch(&case, &root));
+    let expected = new_in_others(&before, &after, case.lib.0);
+    assert!(
+        expected.len() >= CALLERS,
+        "{}: the rename breaks every caller: {expected:?}",
+        case.server
+    );
+    let (reported, _) = elsewhere(&renamed);
+    let found = expected.iter().filter(|e| reported.contains(e)).count();
+    assert!(
+        found * 10 >= expected.len() * 9,
+        "{}: {found} of {} new errors after the rename reported:\n{renamed}",
+        case.server,
+        expected.len()
     );
     gimlet.stop().await;
 }

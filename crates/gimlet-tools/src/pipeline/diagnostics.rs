@@ -1,6 +1,7 @@
 //! Stage 7: diagnostics. When a call changed files that a language server serves, each change
 //! goes to its server ([`crate::lsp`]) and the diagnostics it reports (waited for up to
-//! `[lsp] wait_ms`) are appended to the output, errors new to the change first.
+//! `[lsp] wait_ms`) are appended to the output, errors new to the change first; then, within
+//! the same wait, the errors the change newly caused in other files (`lsp/impact.rs`).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -213,7 +214,7 @@ async fn check_file(
         &display,
         &mut meta,
     ));
-    if !plan.files.is_empty() || plan.unknown > 0 {
+    if (!plan.files.is_empty() || plan.unknown > 0) && client.alive() {
         let started = Instant::now();
         let (block, elsewhere) = other_files(ctx, lsp, &client, &plan, deadline).await;
         lines.extend(block);

@@ -190,7 +190,7 @@ impl Client {
         };
         let mut files = Vec::new();
         let touched = touched_symbols(&symbols, ChangedLines::between(old, new));
-        tracing::debug!(server = %self.name, ?touched, %symbols, "symbols the change touched");
+        tracing::debug!(server = %self.name, ?touched, "symbols the change touched");
         for at in touched {
             let params = json!({
                 "textDocument": document,
@@ -201,17 +201,15 @@ impl Client {
                 .request("textDocument/references", params, left(), cancel)
                 .await
             {
-                Ok(found) => files.extend({
-                    tracing::debug!(server = %self.name, %found, "references");
-
+                Ok(found) => files.extend(
                     found
                         .as_array()
                         .into_iter()
                         .flatten()
                         .filter_map(|l| l.get("uri").and_then(Value::as_str))
                         .filter_map(|u| u.parse::<lsp_types::Uri>().ok())
-                        .filter_map(|u| path_of(&u))
-                }),
+                        .filter_map(|u| path_of(&u)),
+                ),
                 Err(super::RequestError::Server { .. }) => {}
                 Err(_) => break,
             }
@@ -235,9 +233,10 @@ impl Client {
         deadline: tokio::time::Instant,
         cancel: &CancellationToken,
     ) -> Vec<Option<Vec<Diagnostic>>> {
+        let freshness = self.freshness();
         let mut answers = Vec::with_capacity(paths.len());
         for (i, path) in paths.iter().enumerate() {
-            let asked = match self.freshness() {
+            let asked = match freshness {
                 Freshness::Pull => self.pull(path, deadline, cancel).await.ok(),
                 Freshness::Tsserver => self.ask_tsserver(path, deadline, cancel).await.ok(),
                 Freshness::Pushed => match synced.and_then(|s| s.get(i)) {
@@ -251,6 +250,40 @@ impl Client {
             };
             answers.push(asked);
         }
+        if freshness == Freshness::Pushed
+            && let Some(synced) = synced
+            && answers.iter().any(Option::is_some)
+        {
+            // basedpyright publishes a file's version again as its check goes on (what it
+            // parsed first, then what it checked, while "n files to analyze" is under way):
+            // the last publication for the version once it is done, or at the bound.
+            self.settle(deadline, cancel).await;
+            for ((path, synced), answer) in paths.iter().zip(synced).zip(&mut answers) {
+                if answer.is_some()
+                    && let Some(published) = self.published(path)
+                    && published.version.is_some_and(|v| v >= synced.version)
+                {
+                    *answer = Some(published.items);
+                }
+            }
+        }
         answers
+    }
+
+    /// Waits until no work-done progress is under way, `deadline` or cancellation.
+    async fn settle(&self, deadline: tokio::time::Instant, cancel: &CancellationToken) {
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.state.locked().progress.is_empty() || !self.alive() {
+                return;
+            }
+            tokio::select! {
+                () = &mut notified => {}
+                () = tokio::time::sleep_until(deadline) => return,
+                () = cancel.cancelled() => return,
+            }
+        }
     }
 }
