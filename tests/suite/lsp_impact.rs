@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::lsp::{CONFIG, edit, metadata, path_with, servers_dir, start};
+use super::lsp::{CONFIG, edit, metadata, path_with, servers_dir, skip, start, which};
 use crate::common::{Gimlet, ok_text};
 
 /// One language's fixture: a library whose function gains a required parameter, and callers.
@@ -313,6 +313,55 @@ async fn the_other_files_errors_are_capped_and_the_rest_counted() {
             "\n… and 6 more in 3 files (the `lsp` tool's `diagnostics` with a path lists a file's)"
         ),
         "{block}"
+    );
+    gimlet.stop().await;
+}
+
+/// A file whose diagnostics do not come within the bound is counted, and the block is partial:
+/// the scripted server never answers a pull for a file containing `SLOW`.
+#[tokio::test(flavor = "multi_thread")]
+async fn other_files_without_an_answer_in_time_are_counted_and_the_block_is_partial() {
+    let Some(python) = which("python3") else {
+        skip("no python3 for the scripted server");
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/gimlet-tools/fixtures/lsp/fake_diagnostics_server.py");
+    let config = format!(
+        "[lsp]\nwait_ms = 1500\nrequest_timeout_ms = 20000\n\
+         [lsp.servers.fake]\ncommand = [{python:?}, {script:?}, \"pull\", \"fake.log\"]\n\
+         extensions = [\"fake\"]\n",
+        python = python.display().to_string(),
+        script = script.display().to_string(),
+    );
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let (gimlet, _config) = start(&path, "", &config).await;
+    gimlet.write("a.fake", "fine\n");
+    gimlet.write("b.fake", "fine\n");
+    ok_text(&gimlet.call("read", json!({"path": "a.fake"})).await);
+    ok_text(&gimlet.call("read", json!({"path": "b.fake"})).await);
+    // b.fake is open at the server after its own change; then it is slow to answer.
+    ok_text(&edit(&gimlet, "b.fake", "fine", "SLOW but fine").await);
+    let result = edit(&gimlet, "a.fake", "fine", "ERROR here").await;
+    let text = ok_text(&result);
+    assert!(
+        text.contains(
+            "python3 [complete] reports 1 error in a.fake, caused by this change; please fix:"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(
+            "python3 [partial: 1 of 1 file not checked within 1.5 s], other files: none checked \
+             in time."
+        ),
+        "{text}"
+    );
+    let meta = &metadata(&result)["diagnostics"][0]["elsewhere"];
+    assert_eq!(
+        (&meta["unchecked"], &meta["completeness"]),
+        (&json!(1), &json!("partial")),
+        "{meta}"
     );
     gimlet.stop().await;
 }

@@ -143,6 +143,9 @@ pub(crate) fn render(
     files.sort_by(|a, b| a.display.cmp(&b.display));
     let total: usize = files.iter().map(|f| f.new.len()).sum();
     let head = format!("{server} {marker}, other files:");
+    if checked == 0 {
+        return Some(format!("{head} none checked in time."));
+    }
     if total == 0 {
         let so_far = if partial.is_empty() { "" } else { " so far" };
         return Some(format!(
@@ -323,6 +326,15 @@ mod tests {
             wait_secs: 3.0,
         };
         assert_eq!(render("srv", &DONE, &none, FILTER, 20), None);
+        let late = Found {
+            unchecked: 2,
+            ..none
+        };
+        assert_eq!(
+            render("srv", &DONE, &late, FILTER, 20).unwrap(),
+            "srv [partial: 2 of 2 files not checked within 3.0 s], other files: none checked in \
+             time."
+        );
     }
 
     #[test]
