@@ -3,8 +3,10 @@
 //!
 //! - **which files**: those holding references to the symbols the change touched, asked in the
 //!   old text before the change is sent (a renamed function's callers use the old name), then
-//!   the other files open on the server, then those checked after an earlier change; at most
-//!   [`MAX_OTHER_FILES`], each served by this server under its root;
+//!   the other files known otherwise (those with errors at their last check, then those open
+//!   on the server, then the rest checked after an earlier change; at most
+//!   [`MAX_KNOWN_FILES`] of them); at most [`MAX_OTHER_FILES`] in all, each served by this
+//!   server under its root;
 //! - **before the change**: what the last check found for the file, while its text is the
 //!   same; else it is opened from disk and asked now, by the server's freshness rule;
 //! - **after the change**: asked again by the same rule; for a server that only publishes,
@@ -30,6 +32,9 @@ use crate::util::MutexExt as _;
 
 /// Other files checked after one change, at most.
 pub(crate) const MAX_OTHER_FILES: usize = 40;
+/// Of those, at most this many not found by references (open, or checked before): each costs
+/// a check after every change.
+const MAX_KNOWN_FILES: usize = 10;
 
 /// An other file, with its text and what the server reported for it before the change.
 #[derive(Debug, Clone)]
@@ -73,13 +78,34 @@ impl Client {
         (lookup, deadline): (tokio::time::Instant, tokio::time::Instant),
         cancel: &CancellationToken,
     ) -> Plan {
-        let mut chosen = self.referencing(path, old, new, lookup, cancel).await;
-        chosen.extend(self.documents.lock().await.keys().cloned());
-        chosen.extend(self.state.locked().checked.keys().cloned());
         let mut seen = std::collections::HashSet::new();
-        chosen.retain(|p| {
+        let mut keep = |p: &PathBuf| {
             p != path && !exclude.contains(p) && self.serves(p) && seen.insert(p.clone())
-        });
+        };
+        let mut chosen = self.referencing(path, old, new, lookup, cancel).await;
+        chosen.retain(&mut keep);
+        chosen.truncate(MAX_OTHER_FILES);
+        // Then, fewer, the files known otherwise: those with errors at their last check first
+        // (the change may be their fix), then those open at the server, then the rest checked.
+        let mut known: Vec<(u8, PathBuf)> = self
+            .documents
+            .lock()
+            .await
+            .keys()
+            .map(|p| (1, p.clone()))
+            .collect();
+        known.extend(
+            self.state
+                .locked()
+                .checked
+                .iter()
+                .map(|(p, c)| (if c.items.is_empty() { 2 } else { 0 }, p.clone())),
+        );
+        known.sort();
+        let mut extra: Vec<PathBuf> = known.into_iter().map(|(_, p)| p).collect();
+        extra.retain(&mut keep);
+        extra.truncate(MAX_KNOWN_FILES);
+        chosen.extend(extra);
         chosen.truncate(MAX_OTHER_FILES);
         tracing::debug!(server = %self.name, files = chosen.len(), "other files to check");
         if chosen.is_empty() {
