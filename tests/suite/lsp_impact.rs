@@ -365,3 +365,25 @@ async fn other_files_without_an_answer_in_time_are_counted_and_the_block_is_part
     );
     gimlet.stop().await;
 }
+
+/// Other files the policy does not let a call read are not checked: their errors would show
+/// what the policy hides.
+#[tokio::test(flavor = "multi_thread")]
+async fn other_files_the_policy_denies_are_not_checked() {
+    let config = format!(
+        "{CONFIG}[[permissions.rules]]\naction = \"deny\"\ntool = \"*\"\npattern = \"src/c5.ts\"\n"
+    );
+    let Some((gimlet, _config)) = project(&TYPESCRIPT, &config).await else {
+        return;
+    };
+    let (old, new) = TYPESCRIPT.signature;
+    let text = ok_text(&edit(&gimlet, TYPESCRIPT.lib.0, old, new).await);
+    let (reported, block) = elsewhere(&text);
+    assert!(
+        block.starts_with(" 8 new errors in 4 files caused by this change"),
+        "{text}"
+    );
+    assert!(!text.contains("c5.ts"), "{text}");
+    assert_eq!(reported.len(), 8, "{text}");
+    gimlet.stop().await;
+}

@@ -29,7 +29,7 @@ mod impact;
 
 pub(crate) use connection::clip;
 use connection::{read_loop, stderr_loop, write_loop};
-pub(crate) use impact::Plan;
+pub(crate) use impact::{Plan, Readable};
 
 /// Why a request got no result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

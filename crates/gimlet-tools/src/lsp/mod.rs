@@ -36,7 +36,7 @@ use crate::sandbox::Exec;
 use crate::sandbox::protected::Protected;
 use crate::util::MutexExt as _;
 
-pub(crate) use client::{Client, Plan, Published, Report, RequestError, Waited, clip};
+pub(crate) use client::{Client, Plan, Published, Readable, Report, RequestError, Waited, clip};
 pub(crate) use diagnostics::{Filter, Status, one_line, severity_name};
 pub(crate) use servers::ServerSpec;
 

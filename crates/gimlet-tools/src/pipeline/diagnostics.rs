@@ -9,13 +9,14 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::context::ToolContext;
+use crate::context::{AccessKind, ToolContext};
 use crate::lsp::{
-    Changed, Client, LanguageServers, MAX_FILES_PER_CALL, Plan, Unavailable, Waited, diagnostics,
-    impact, read_text,
+    Changed, Client, LanguageServers, MAX_FILES_PER_CALL, Plan, Readable, Unavailable, Waited,
+    diagnostics, impact, read_text,
 };
+use crate::permission::Permission;
 use crate::util::MutexExt as _;
-use crate::vocab::{Content, OutputLimits, ToolOutput};
+use crate::vocab::{Content, OutputLimits, ToolFlags, ToolOutput};
 
 use super::truncate::{Reserve, Shown};
 
@@ -187,7 +188,7 @@ async fn check_file(
             &client,
             file,
             (before.as_ref(), &text),
-            changed,
+            (changed, readable(ctx)),
             start_deadline,
             cancel,
         )
@@ -278,7 +279,7 @@ async fn plan_other_files(
     client: &Client,
     file: &Changed,
     (before, text): (Option<&(String, Vec<lsp_types::Diagnostic>)>, &str),
-    changed: &[std::path::PathBuf],
+    (changed, readable): (&[std::path::PathBuf], Readable),
     deadline: tokio::time::Instant,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Plan {
@@ -291,8 +292,40 @@ async fn plan_other_files(
     // The references get a third of the bound: the change waits for them.
     let lookup = (tokio::time::Instant::now() + lsp.wait() / 3).min(deadline);
     client
-        .impact_before(&file.path, (old, text), changed, (lookup, deadline), cancel)
+        .impact_before(
+            &file.path,
+            (old, text),
+            (changed, readable),
+            (lookup, deadline),
+            cancel,
+        )
         .await
+}
+
+/// Whether the call may read a file beneath its roots without asking, as the `lsp` tool
+/// decides which places it shows with their lines: other files it may not read are not
+/// checked. Judged with a context of the call's session, so the call's own decision stands.
+fn readable(ctx: &ToolContext) -> Readable {
+    let judge = ToolContext::builder(Arc::clone(ctx.env()))
+        .session(Arc::clone(ctx.session()))
+        .build();
+    let roots = ctx.roots().clone();
+    Arc::new(move |path: &std::path::Path| {
+        let Ok(resolved) = roots.resolve(&path.display().to_string()) else {
+            return false;
+        };
+        if !resolved.is_inside() || resolved.path != path {
+            return false;
+        }
+        let access = judge.access_of(&resolved, AccessKind::Read);
+        let judgement = judge.policy().judge(
+            "lsp",
+            ToolFlags::READ_ONLY,
+            &[access],
+            judge.session().grants(),
+        );
+        matches!(judgement.permission, Permission::Allow)
+    })
 }
 
 /// The new errors of the other files in `plan` after the change, asked until `deadline` (the

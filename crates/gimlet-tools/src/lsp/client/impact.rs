@@ -53,6 +53,10 @@ pub(crate) struct Plan {
     pub(crate) unknown: usize,
 }
 
+/// Whether the call may read a file without asking: other files it may not are not checked
+/// (their diagnostics would show what the policy hides). Blocking.
+pub(crate) type Readable = std::sync::Arc<dyn Fn(&Path) -> bool + Send + Sync>;
+
 /// The last diagnostics of an other file, tied to its text by a hash.
 #[derive(Debug, Clone)]
 pub(crate) struct Checked {
@@ -69,12 +73,13 @@ fn hash_of(text: &str) -> u64 {
 impl Client {
     /// Before a change of `path` from `old` to `new` is sent: the other files to check and
     /// their diagnostics now. `exclude` are files the same call changed (they have their own
-    /// block). The references are looked up until `lookup`, the rest until `deadline`.
+    /// block); only files `readable` allows are checked. The references are looked up until
+    /// `lookup`, the rest until `deadline`.
     pub(crate) async fn impact_before(
         &self,
         path: &Path,
         (old, new): (&str, &str),
-        exclude: &[PathBuf],
+        (exclude, readable): (&[PathBuf], Readable),
         (lookup, deadline): (tokio::time::Instant, tokio::time::Instant),
         cancel: &CancellationToken,
     ) -> Plan {
@@ -113,14 +118,19 @@ impl Client {
         }
         let texts = {
             let chosen = chosen.clone();
-            tokio::task::spawn_blocking(move || chosen.iter().map(|p| read_text(p)).collect())
-                .await
-                .unwrap_or_else(|_| Vec::new())
+            tokio::task::spawn_blocking(move || {
+                chosen
+                    .iter()
+                    .map(|p| if readable(p) { read_text(p) } else { None })
+                    .collect()
+            })
+            .await
+            .unwrap_or_else(|_| Vec::new())
         };
         let mut plan = Plan::default();
         let mut ask = Vec::new();
         for (path, text) in chosen.into_iter().zip(texts) {
-            // Gone or unreadable: not a file the change can break.
+            // Gone, not text, or not the call's to read: not checked.
             let Some(text) = text else { continue };
             let known = self
                 .state
