@@ -20,9 +20,11 @@ mod initialize;
 mod lsp;
 #[cfg(unix)] // The servers and the fake server (Python) are run as Unix programs.
 mod lsp_fresh;
-// The scripted server and its processes are found in /proc.
+#[cfg(unix)] // The servers are run as Unix programs.
+mod lsp_impact;
 #[cfg(unix)] // The scripted server (Python) and the servers are run as Unix programs.
 mod lsp_refactor;
+// The scripted server and its processes are found in /proc.
 #[cfg(target_os = "linux")]
 mod lsp_servers;
 mod more_tools;

@@ -137,6 +137,10 @@ pub struct LspConfig {
     pub warnings: bool,
     /// At most this many diagnostics are appended to a change's result (default 20).
     pub max_diagnostics: usize,
+    /// At most this many new errors in other files (those a change broke: the callers of a
+    /// renamed or re-typed function) are appended after the changed file's (default 20); 0
+    /// turns the check of other files off.
+    pub max_elsewhere: usize,
     /// How long a request of the `lsp` tool (and a server's start) may take, in milliseconds
     /// (default 30000).
     pub request_timeout_ms: u64,
@@ -158,6 +162,7 @@ impl Default for LspConfig {
             wait_ms: 3000,
             warnings: false,
             max_diagnostics: 20,
+            max_elsewhere: 20,
             request_timeout_ms: 30_000,
             idle_shutdown_secs: 600,
             max_memory_mb: 4096,
@@ -764,6 +769,7 @@ mod tests {
         assert_eq!(config.lsp.max_diagnostics, 20);
         assert_eq!(config.lsp.idle_shutdown_secs, 600);
         assert_eq!(config.lsp.max_memory_mb, 4096);
+        assert_eq!(config.lsp.max_elsewhere, 20);
         let python = &config.lsp.servers["python"];
         assert_eq!(
             python.command.as_deref(),

@@ -25,9 +25,11 @@ use crate::util::MutexExt as _;
 
 mod connection;
 mod fresh;
+mod impact;
 
 pub(crate) use connection::clip;
 use connection::{read_loop, stderr_loop, write_loop};
+pub(crate) use impact::{Plan, Readable};
 
 /// Why a request got no result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -109,6 +111,9 @@ struct State {
     pull_registered: bool,
     /// The last pull result per file: its `resultId` and items (see `client/fresh.rs`).
     pulled: HashMap<PathBuf, (String, Vec<lsp_types::Diagnostic>)>,
+    /// Other files' diagnostics after the last change that may have broken them (see
+    /// `client/impact.rs`).
+    checked: HashMap<PathBuf, impact::Checked>,
     /// Why the server is gone, once it is.
     exit: Option<String>,
 }
@@ -567,6 +572,27 @@ impl Client {
         }
     }
 
+    /// Sends the text the server has of an open document again, as a new version: the server
+    /// checks it again and reports for that version. `None` when it is not open.
+    pub(crate) async fn resend(&self, path: &Path) -> Option<Synced> {
+        let mut documents = self.documents.lock().await;
+        let seq_before = self.state.locked().seq;
+        let doc = documents.get_mut(path)?;
+        doc.version += 1;
+        self.notify(
+            "textDocument/didChange",
+            json!({
+                "textDocument": {"uri": uri_of(path), "version": doc.version},
+                "contentChanges": [{"text": doc.text}],
+            }),
+        );
+        Some(Synced {
+            version: doc.version,
+            seq_before,
+            sent: true,
+        })
+    }
+
     /// Forgets a file that is gone: `didClose` if it was open, and its diagnostics.
     pub(crate) async fn close(&self, path: &Path) {
         if self.documents.lock().await.remove(path).is_some() {
@@ -575,7 +601,9 @@ impl Client {
                 json!({"textDocument": {"uri": uri_of(path)}}),
             );
         }
-        self.state.locked().diagnostics.remove(path);
+        let mut state = self.state.locked();
+        state.diagnostics.remove(path);
+        state.checked.remove(path);
     }
 
     fn wants_save(&self) -> bool {

@@ -173,7 +173,8 @@ pub(crate) struct Shown {
 }
 
 impl Shown {
-    fn render(&self, display: &str) -> String {
+    /// The line as the block shows it: `display:line:col severity code message`.
+    pub(crate) fn render(&self, display: &str) -> String {
         let mut text = format!("{display}:{}:{} {}", self.line, self.col, self.severity);
         if let Some(code) = &self.code {
             let _ = write!(text, " {code}");

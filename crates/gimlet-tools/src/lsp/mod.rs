@@ -8,6 +8,7 @@
 //!   answers to the server's requests, the diagnostics and progress it reports;
 //!   `client/connection.rs` holds the tasks over the pipes and the handling of each message;
 //! - `diagnostics.rs`: the block after a change (new before pre-existing, nearest first);
+//!   `impact.rs`: the block of the errors it caused in other files;
 //! - `tree.rs`: a server's process tree (Linux): its descendants and their resident memory;
 //! - this file: [`LanguageServers`], one per environment (and so one per process: every
 //!   session, over stdio or HTTP, shares the environment): a server per (language, project
@@ -21,6 +22,7 @@
 mod client;
 pub(crate) mod diagnostics;
 mod framing;
+pub(crate) mod impact;
 pub(crate) mod position;
 
 mod servers;
@@ -38,7 +40,7 @@ use crate::sandbox::Exec;
 use crate::sandbox::protected::Protected;
 use crate::util::MutexExt as _;
 
-pub(crate) use client::{Client, Published, Report, RequestError, Waited, clip};
+pub(crate) use client::{Client, Plan, Published, Readable, Report, RequestError, Waited, clip};
 pub(crate) use diagnostics::{Filter, Status, one_line, severity_name};
 pub(crate) use servers::ServerSpec;
 
@@ -147,6 +149,8 @@ pub struct LanguageServers {
     specs: Vec<Arc<ServerSpec>>,
     wait: Duration,
     filter: Filter,
+    /// At most this many errors of other files after a change (0: other files are not checked).
+    max_elsewhere: usize,
     request_timeout: Duration,
     /// Unused this long, a server is shut down (`None`: never).
     idle_shutdown: Option<Duration>,
@@ -190,6 +194,7 @@ impl LanguageServers {
                 warnings: config.warnings,
                 max: config.max_diagnostics.max(1),
             },
+            max_elsewhere: config.max_elsewhere,
             request_timeout: Duration::from_millis(config.request_timeout_ms.max(100)),
             idle_shutdown: (config.idle_shutdown_secs > 0)
                 .then(|| Duration::from_secs(config.idle_shutdown_secs)),
@@ -214,6 +219,7 @@ impl LanguageServers {
                 warnings: false,
                 max: 20,
             },
+            max_elsewhere: 0,
             request_timeout: Duration::from_secs(30),
             idle_shutdown: None,
             max_memory: None,
@@ -246,6 +252,12 @@ impl LanguageServers {
     /// Which diagnostics a change shows.
     pub(crate) fn filter(&self) -> Filter {
         self.filter
+    }
+
+    /// At most this many errors of other files are shown after a change; 0: other files are
+    /// not checked.
+    pub(crate) fn max_elsewhere(&self) -> usize {
+        self.max_elsewhere
     }
 
     /// How long an `lsp` request may take.

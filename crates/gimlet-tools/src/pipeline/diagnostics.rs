@@ -1,6 +1,7 @@
 //! Stage 7: diagnostics. When a call changed files that a language server serves, each change
 //! goes to its server ([`crate::lsp`]) and the diagnostics it reports (waited for up to
-//! `[lsp] wait_ms`) are appended to the output, errors new to the change first.
+//! `[lsp] wait_ms`) are appended to the output, errors new to the change first; then, within
+//! the same wait, the errors the change newly caused in other files (`lsp/impact.rs`).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -8,13 +9,14 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::context::ToolContext;
+use crate::context::{AccessKind, ToolContext};
 use crate::lsp::{
-    Changed, Client, LanguageServers, MAX_FILES_PER_CALL, Unavailable, Waited, diagnostics,
-    read_text,
+    Changed, Client, LanguageServers, MAX_FILES_PER_CALL, Plan, Readable, Unavailable, Waited,
+    diagnostics, impact, read_text,
 };
+use crate::permission::Permission;
 use crate::util::MutexExt as _;
-use crate::vocab::{Content, OutputLimits, ToolOutput};
+use crate::vocab::{Content, OutputLimits, ToolFlags, ToolOutput};
 
 use super::truncate::{Reserve, Shown};
 
@@ -58,11 +60,12 @@ pub(crate) async fn after_change(
     }
     let skipped = files.len().saturating_sub(MAX_FILES_PER_CALL);
     files.truncate(MAX_FILES_PER_CALL);
+    let in_call: Vec<std::path::PathBuf> = files.iter().map(|f| f.path.clone()).collect();
     let mut blocks = Vec::new();
     let mut report = Vec::new();
     for file in files {
         let started = Instant::now();
-        let (block, mut meta) = check_file(ctx, &lsp, &file).await;
+        let (block, mut meta) = check_file(ctx, &lsp, &file, &in_call).await;
         if let Value::Object(meta) = &mut meta {
             meta.insert(
                 String::from("wait_ms"),
@@ -129,11 +132,13 @@ fn within(block: &str, room: Shown) -> Option<String> {
     Some(text)
 }
 
-/// One changed file: the block to append (if any) and its metadata.
+/// One changed file: the block to append (if any) and its metadata. `changed` are all the
+/// files the call changed (not "other files" for one another).
 async fn check_file(
     ctx: &ToolContext,
     lsp: &LanguageServers,
     file: &Changed,
+    changed: &[std::path::PathBuf],
 ) -> (Option<String>, Value) {
     let display = ctx.roots().display(&file.path);
     let mut meta = json!({"path": display});
@@ -146,11 +151,10 @@ async fn check_file(
         meta["outcome"] = json!("skipped");
         return (None, meta);
     };
-    let filter = lsp.filter();
     let cancel = ctx.cancellation();
     let mut notes: Vec<String> = Vec::new();
     let mut first_try = true;
-    let (client, before, waited) = loop {
+    let (client, before, waited, plan, deadline) = loop {
         let start_deadline = tokio::time::Instant::now() + lsp.wait();
         let (client, note) = match lsp
             .client_for(&file.path, ctx.roots(), start_deadline)
@@ -179,6 +183,16 @@ async fn check_file(
         meta["server"] = json!(client.name);
         meta["sandboxed"] = json!(client.sandboxed);
         let before = before_change(&client, file, &text, start_deadline, cancel).await;
+        let plan = plan_other_files(
+            lsp,
+            &client,
+            file,
+            (before.as_ref(), &text),
+            (changed, readable(ctx)),
+            start_deadline,
+            cancel,
+        )
+        .await;
         let synced = client.sync(&file.path, text.clone()).await;
         let changed_at = Instant::now();
         let deadline = tokio::time::Instant::now() + lsp.wait();
@@ -189,16 +203,44 @@ async fn check_file(
             // It had crashed before the change reached it: the restarted server gets it.
             continue;
         }
-        break (client, before, waited);
+        break (client, before, waited, plan, deadline);
     };
     let mut lines = notes;
     meta["freshness"] = json!(client.freshness().name());
+    lines.push(file_block(
+        lsp,
+        &client,
+        waited,
+        (&text, before.as_ref()),
+        &display,
+        &mut meta,
+    ));
+    if (!plan.files.is_empty() || plan.unknown > 0) && client.alive() {
+        let started = Instant::now();
+        let (block, elsewhere) = other_files(ctx, lsp, &client, &plan, deadline).await;
+        lines.extend(block);
+        meta["elsewhere"] = elsewhere;
+        meta["elsewhere"]["wait_ms"] =
+            json!(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
+    }
+    (Some(lines.join("\n")), meta)
+}
+
+/// The changed file's own block: what `waited` brought, classified against `before` (the
+/// text and report before the change), with its metadata in `meta`.
+fn file_block(
+    lsp: &LanguageServers,
+    client: &Client,
+    waited: Waited,
+    (text, before): (&str, Option<&(String, Vec<lsp_types::Diagnostic>)>),
+    display: &str,
+    meta: &mut Value,
+) -> String {
+    let filter = lsp.filter();
     match waited {
         Waited::Reported(report) => {
-            let old = before
-                .as_ref()
-                .map(|(text, diags)| (text.as_str(), diags.as_slice()));
-            let (shown, fixed) = diagnostics::classify(&text, &report.published.items, old, filter);
+            let old = before.map(|(text, diags)| (text.as_str(), diags.as_slice()));
+            let (shown, fixed) = diagnostics::classify(text, &report.published.items, old, filter);
             let status = client.status(Some(report.basis));
             meta["outcome"] = json!("reported");
             meta["completeness"] = json!(status.word());
@@ -208,33 +250,122 @@ async fn check_file(
             ));
             meta["errors"] = json!(shown.len());
             meta["new"] = json!(shown.iter().filter(|s| !s.pre_existing).count());
-            lines.push(diagnostics::render(
-                &client.name,
-                &status,
-                &display,
-                &shown,
-                fixed,
-                filter,
-            ));
+            diagnostics::render(&client.name, &status, display, &shown, fixed, filter)
         }
         Waited::TimedOut => {
             meta["outcome"] = json!("timed_out");
             let status = client.status(None);
             meta["completeness"] = json!(status.word());
-            lines.push(format!(
+            format!(
                 "{} {}: no diagnostics for {display} within {:.1} s; ask the `lsp` tool for \
                  `diagnostics` later.",
                 client.name,
                 status.marker(),
                 lsp.wait().as_secs_f64()
-            ));
+            )
         }
         Waited::Exited(reason) => {
             meta["outcome"] = json!("exited");
-            lines.push(format!("{reason} before it reported on {display}."));
+            format!("{reason} before it reported on {display}.")
         }
     }
-    (Some(lines.join("\n")), meta)
+}
+
+/// Before a change is sent: the other files it may break, and their diagnostics now (see
+/// `lsp/client/impact.rs`), within the bound; none when other files are not checked or the
+/// text before is unknown.
+async fn plan_other_files(
+    lsp: &LanguageServers,
+    client: &Client,
+    file: &Changed,
+    (before, text): (Option<&(String, Vec<lsp_types::Diagnostic>)>, &str),
+    (changed, readable): (&[std::path::PathBuf], Readable),
+    deadline: tokio::time::Instant,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Plan {
+    let Some((old, _)) = before else {
+        return Plan::default();
+    };
+    if lsp.max_elsewhere() == 0 || old == text {
+        return Plan::default();
+    }
+    // The references get a third of the bound: the change waits for them.
+    let lookup = (tokio::time::Instant::now() + lsp.wait() / 3).min(deadline);
+    client
+        .impact_before(
+            &file.path,
+            (old, text),
+            (changed, readable),
+            (lookup, deadline),
+            cancel,
+        )
+        .await
+}
+
+/// Whether the call may read a file beneath its roots without asking, as the `lsp` tool
+/// decides which places it shows with their lines: other files it may not read are not
+/// checked. Judged with a context of the call's session, so the call's own decision stands.
+fn readable(ctx: &ToolContext) -> Readable {
+    let judge = ToolContext::builder(Arc::clone(ctx.env()))
+        .session(Arc::clone(ctx.session()))
+        .build();
+    let roots = ctx.roots().clone();
+    Arc::new(move |path: &std::path::Path| {
+        let Ok(resolved) = roots.resolve(&path.display().to_string()) else {
+            return false;
+        };
+        if !resolved.is_inside() || resolved.path != path {
+            return false;
+        }
+        let access = judge.access_of(&resolved, AccessKind::Read);
+        let judgement = judge.policy().judge(
+            "lsp",
+            ToolFlags::READ_ONLY,
+            &[access],
+            judge.session().grants(),
+        );
+        matches!(judgement.permission, Permission::Allow)
+    })
+}
+
+/// The new errors of the other files in `plan` after the change, asked until `deadline` (the
+/// changed file's bound): the block (if there is anything to say) and its metadata.
+async fn other_files(
+    ctx: &ToolContext,
+    lsp: &LanguageServers,
+    client: &Client,
+    plan: &Plan,
+    deadline: tokio::time::Instant,
+) -> (Option<String>, Value) {
+    let filter = lsp.filter();
+    let answers = client
+        .impact_after(plan, deadline, ctx.cancellation())
+        .await;
+    let mut found = impact::Found {
+        files: Vec::new(),
+        unchecked: plan.unknown,
+        wait_secs: lsp.wait().as_secs_f64(),
+    };
+    for (file, after) in plan.files.iter().zip(answers) {
+        let Some(after) = after else {
+            found.unchecked += 1;
+            continue;
+        };
+        found.files.push(impact::OtherFile {
+            display: ctx.roots().display(&file.path),
+            new: impact::new_errors(&file.text, &file.before, &after, filter),
+        });
+    }
+    let status = client.status(None);
+    let new: usize = found.files.iter().map(|f| f.new.len()).sum();
+    let meta = json!({
+        "checked": found.files.len(),
+        "unchecked": found.unchecked,
+        "new": new,
+        "completeness": if status.partial() || found.unchecked > 0 { "partial" } else { "complete" },
+    });
+    let block = impact::render(&client.name, &status, &found, filter, lsp.max_elsewhere());
+    (block, meta)
 }
 
 /// What the server reported for the text before a change: from the open document, or, the

@@ -127,7 +127,7 @@ impl Client {
     }
 
     /// `textDocument/diagnostic`, with the last `resultId`.
-    async fn pull(
+    pub(super) async fn pull(
         &self,
         path: &Path,
         deadline: tokio::time::Instant,
@@ -182,7 +182,7 @@ impl Client {
     }
 
     /// tsserver's syntactic and semantic diagnostics of the file, asked together.
-    async fn ask_tsserver(
+    pub(super) async fn ask_tsserver(
         &self,
         path: &Path,
         deadline: tokio::time::Instant,
@@ -222,7 +222,7 @@ impl Client {
 
     /// Waits for a publication for the version sent (or a later one); one without a version
     /// is taken after the settle time, marked.
-    async fn wait_published(
+    pub(super) async fn wait_published(
         &self,
         path: &Path,
         synced: &Synced,
