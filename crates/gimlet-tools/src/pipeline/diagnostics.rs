@@ -378,11 +378,19 @@ async fn before_change(
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Option<(String, Vec<lsp_types::Diagnostic>)> {
     if let Some(old) = client.open_text(&file.path).await {
-        let items = client
-            .published(&file.path)
-            .map(|p| p.items)
-            .unwrap_or_default();
-        return Some((old, items));
+        let stored = client.published(&file.path);
+        // A report gimlet asked for carries the version it was for; a publication without one
+        // may be a part (typescript-language-server publishes syntax first, types later), so
+        // a server that answers when asked is asked about the text it has (nothing is sent).
+        if client.answers_when_asked() && stored.as_ref().is_none_or(|p| p.version.is_none()) {
+            let synced = client.sync(&file.path, old.clone()).await;
+            if let Waited::Reported(report) =
+                client.report(&file.path, &synced, deadline, cancel).await
+            {
+                return Some((old, report.published.items));
+            }
+        }
+        return Some((old, stored.map(|p| p.items).unwrap_or_default()));
     }
     let Some(old) = file.before.as_deref() else {
         // A new file: nothing was there before.

@@ -73,6 +73,12 @@ impl Client {
         Freshness::Pushed
     }
 
+    /// Whether the server answers for its current text when asked (pull or tsserver), so that
+    /// what it has for a file can be asked for rather than taken from its publications.
+    pub(crate) fn answers_when_asked(&self) -> bool {
+        self.freshness() != Freshness::Pushed
+    }
+
     /// The diagnostics of `path` for the text [`Client::sync`] sent (`synced`), waited for
     /// until `deadline`, by the server's [`Freshness`].
     pub(crate) async fn report(
