@@ -104,6 +104,11 @@ impl Journal {
         self.next_change.fetch_add(1, Ordering::Relaxed) + 1
     }
 
+    /// The latest change id handed out (0 before any).
+    pub fn current(&self) -> u64 {
+        self.next_change.load(Ordering::Relaxed)
+    }
+
     /// Records an entry, dropping the oldest beyond the limits.
     pub fn record(&self, entry: JournalEntry) {
         let mut entries = self.entries.locked();
