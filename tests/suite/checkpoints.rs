@@ -95,10 +95,11 @@ async fn shell_changes_are_undone_byte_for_byte() {
     let listing = ok_text(&gimlet.call("checkpoints", json!({"limit": 100})).await);
     for line in [
         "M a.txt +1 -1",
-        "D dir/c.txt -1",
+        "D dir/c.txt +0 -1",
         "R a.txt -> moved.txt",
         "M run.sh mode 644 -> 755",
-        "A gen/deep/f500.txt +1",
+        "A gen/deep/f1.txt +1 -0",
+        "and 480 more",
         "L link -> run.sh",
         "L a.txt -> dir/c.txt",
     ] {
@@ -126,7 +127,13 @@ async fn git_and_ignored_trees_are_left_alone_and_a_change_there_is_said() {
     assert_eq!(tree(&root.join(".git")), git_before);
     assert_eq!(tree(&root.join("build")), build_before);
     let listing = ok_text(&gimlet.call("checkpoints", json!({})).await);
-    assert!(!listing.contains(".git/"), "{listing}");
+    // No path in `.git` is listed (the label of #3 names one).
+    assert!(
+        !listing
+            .lines()
+            .any(|l| l.starts_with("    ") && l.contains(".git/")),
+        "{listing}"
+    );
     assert!(listing.contains("? build/ (ignored"), "{listing}");
     gimlet.stop().await;
 }
@@ -163,6 +170,8 @@ async fn an_edit_between_calls_is_not_the_agents_and_undo_leaves_it() {
 async fn a_background_jobs_writes_are_attributed_to_it_and_undone() {
     let gimlet = Gimlet::start().await;
     gimlet.write("data.txt", "original\n");
+    // The file written above is found as the user's by this call's scan before.
+    bash(&gimlet, "true").await;
     let before = tree(&gimlet.root());
     ok_text(
         &gimlet
@@ -190,11 +199,18 @@ async fn a_background_jobs_writes_are_attributed_to_it_and_undone() {
     }
     assert!(ended);
     let listing = ok_text(&gimlet.call("checkpoints", json!({})).await);
-    assert!(
-        listing.contains("bash (job-1) (background job)"),
-        "{listing}"
-    );
-    assert!(!listing.contains("outside"), "{listing}");
+    let job = listing
+        .split("bash (job-1) (background job)")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{listing}"));
+    let job = job.split("\n  #").next().unwrap();
+    assert!(job.contains("A job.txt +1 -0"), "{listing}");
+    assert!(job.contains("M data.txt +1 -1"), "{listing}");
+    // Nothing of the job's is the user's.
+    for outside in listing.split("outside (not the agent's").skip(1) {
+        let outside = outside.split("\n  #").next().unwrap();
+        assert!(!outside.contains("job.txt"), "{listing}");
+    }
     let text = ok_text(&gimlet.call("undo", json!({})).await);
     assert!(text.contains("`job.txt` removed"), "{text}");
     assert_eq!(tree(&gimlet.root()), before);

@@ -263,11 +263,13 @@ pub(crate) fn diff_states(
 
 /// One line per path of a checkpoint's changes, for listings: created (`A`), deleted (`D`),
 /// modified (`M`) with lines added and removed, renamed (`R`: the same content gone from one
-/// path and come at another), mode changes, symlinks (`L`).
+/// path and come at another), mode changes, symlinks (`L`). At most `shown` lines (the rest
+/// are not read), and how many there are in all.
 pub(crate) fn describe(
     root: &RootCheckpoints,
     changes: &[crate::checkpoint::PathChange],
-) -> Vec<String> {
+    shown: usize,
+) -> (Vec<String>, usize) {
     let mut lines = Vec::new();
     let mut paired = vec![false; changes.len()];
     for (i, gone) in changes.iter().enumerate() {
@@ -284,14 +286,25 @@ pub(crate) fn describe(
             lines.push(format!("R {} -> {}", gone.path, changes[j].path));
         }
     }
+    let renamed = lines.len();
+    let total = changes.len() - renamed;
     for (change, paired) in changes.iter().zip(paired) {
         if paired {
             continue;
+        }
+        if lines.len() >= shown {
+            break;
         }
         let (_, stats) = diff_states(root, &change.before, &change.after);
         let counts = format!("+{} -{}", stats.added, stats.removed);
         let line = match (&change.before, &change.after) {
             (_, State::Symlink { target }) => format!("L {} -> {target}", change.path),
+            (State::Symlink { target }, State::File { .. }) => {
+                format!(
+                    "M {} +{} (a file again, was a link to {target})",
+                    change.path, stats.added
+                )
+            }
             (State::Absent, _) => format!("A {} {counts}", change.path),
             (_, State::Absent) => format!("D {} {counts}", change.path),
             (State::File { mode: a, id: x, .. }, State::File { mode: b, id: y, .. })
@@ -306,5 +319,5 @@ pub(crate) fn describe(
         };
         lines.push(line);
     }
-    lines
+    (lines, total)
 }

@@ -112,16 +112,16 @@ fn list(ctx: &ToolContext, args: &CheckpointsArgs) -> Result<ToolOutput, ToolErr
         }
         for checkpoint in shown {
             heading(&mut text, checkpoint, now);
-            let lines = describe(root, &checkpoint.changes);
-            for line in lines.iter().take(PATHS_SHOWN) {
+            let (lines, total) = describe(root, &checkpoint.changes, PATHS_SHOWN);
+            for line in &lines {
                 let undone = line
                     .split_whitespace()
                     .nth(1)
                     .is_some_and(|p| checkpoint.undone.iter().any(|u| u == p));
                 let _ = writeln!(text, "    {line}{}", if undone { " (undone)" } else { "" });
             }
-            if lines.len() > PATHS_SHOWN {
-                let _ = writeln!(text, "    and {} more", lines.len() - PATHS_SHOWN);
+            if total > lines.len() {
+                let _ = writeln!(text, "    and {} more", total - lines.len());
             }
             for name in &checkpoint.ignored {
                 let _ = writeln!(text, "    ? {name}/ (ignored: changed, not captured)");
