@@ -46,37 +46,7 @@ pub(crate) fn put_back(
     what: &str,
 ) -> Result<Vec<Done>, ToolError> {
     let failed = |err: String| ToolError::failed(format!("{err}; nothing was restored"));
-    // Check everything first: nothing changes unless every path can be put back.
-    let mut now = Vec::with_capacity(targets.len());
-    let mut changed = Vec::new();
-    let mut unkept = Vec::new();
-    for target in targets {
-        let state = root.state_now(&target.rel).map_err(failed)?;
-        if state != target.want {
-            if !overwrite && state != target.expect {
-                changed.push(format!("`{}`", target.rel));
-            }
-            if !target.want.restorable() {
-                unkept.push(format!("`{}`", target.rel));
-            }
-        }
-        now.push(state);
-    }
-    if !changed.is_empty() {
-        return Err(ToolError::Stale(format!(
-            "{} changed since {what}; nothing was restored, so that work is not lost. Look at \
-             them (`diff` shows the changes since the checkpoint), or pass `overwrite: true` to \
-             put them back anyway",
-            changed.join(", ")
-        )));
-    }
-    if !unkept.is_empty() {
-        return Err(ToolError::failed(format!(
-            "{} cannot be put back: the content was over `[checkpoints] max_file_mb` or the \
-             store's size limit when it was seen, so it was not kept; nothing was restored",
-            unkept.join(", ")
-        )));
-    }
+    let now = check(root, targets, overwrite, what)?;
     let content = |state: &State| -> Result<Option<Vec<u8>>, ToolError> {
         match state {
             State::File { id, kept: true, .. } => root.content(id).map(Some).map_err(failed),
@@ -165,6 +135,49 @@ pub(crate) fn put_back(
         });
     }
     Ok(done)
+}
+
+/// What each target holds now, after checking that every one can be put back: it holds what
+/// the checkpoint left (or `overwrite`), and what it should hold again was kept.
+fn check(
+    root: &RootCheckpoints,
+    targets: &[Target],
+    overwrite: bool,
+    what: &str,
+) -> Result<Vec<State>, ToolError> {
+    let failed = |err: String| ToolError::failed(format!("{err}; nothing was restored"));
+    // Check everything first: nothing changes unless every path can be put back.
+    let mut now = Vec::with_capacity(targets.len());
+    let mut changed = Vec::new();
+    let mut unkept = Vec::new();
+    for target in targets {
+        let state = root.state_now(&target.rel).map_err(failed)?;
+        if state != target.want {
+            if !overwrite && state != target.expect {
+                changed.push(format!("`{}`", target.rel));
+            }
+            if !target.want.restorable() {
+                unkept.push(format!("`{}`", target.rel));
+            }
+        }
+        now.push(state);
+    }
+    if !changed.is_empty() {
+        return Err(ToolError::Stale(format!(
+            "{} changed since {what}; nothing was restored, so that work is not lost. Look at \
+             them (`diff` shows the changes since the checkpoint), or pass `overwrite: true` to \
+             put them back anyway",
+            changed.join(", ")
+        )));
+    }
+    if !unkept.is_empty() {
+        return Err(ToolError::failed(format!(
+            "{} cannot be put back: the content was over `[checkpoints] max_file_mb` or the \
+             store's size limit when it was seen, so it was not kept; nothing was restored",
+            unkept.join(", ")
+        )));
+    }
+    Ok(now)
 }
 
 /// The mode `mode` with the owner of what is there now, or this process's.

@@ -125,7 +125,7 @@ impl Checkpoints {
     }
 
     /// Builds the baseline of these roots on a thread of its own (the first call waits for it).
-    pub fn start_baselines(self: &Arc<Self>, roots: Vec<PathBuf>) {
+    pub fn start_baselines(&self, roots: &[PathBuf]) {
         let found: Vec<_> = roots.iter().filter_map(|r| self.for_root(r)).collect();
         if found.is_empty() {
             return;
@@ -461,9 +461,11 @@ mod tests {
             .for_root(&root_path)
             .unwrap();
         assert!(cps.list().unwrap().0.is_empty());
-        for i in 0..40 {
+        for i in 0..40u32 {
             // 100 KiB of fresh content each time: 4 MB in all, against a 1 MiB store.
-            let bytes: Vec<u8> = (0..100 * 1024).map(|j| ((i * 7 + j) % 251) as u8).collect();
+            let bytes: Vec<u8> = (0..100 * 1024u32)
+                .map(|j| u8::try_from((i * 7 + j) % 251).unwrap())
+                .collect();
             std::fs::write(root_path.join(format!("f{}", i % 3)), bytes).unwrap();
             cps.scan_and_record(call("write")).unwrap();
         }

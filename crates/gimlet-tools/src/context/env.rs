@@ -446,7 +446,13 @@ impl ToolEnvBuilder {
             )
         });
         let checkpoints = Arc::new(Checkpoints::new(checkpoint_dir, self.checkpoints));
-        checkpoints.start_baselines(roots.roots().iter().map(|r| r.path().to_owned()).collect());
+        checkpoints.start_baselines(
+            &roots
+                .roots()
+                .iter()
+                .map(|r| r.path().to_owned())
+                .collect::<Vec<_>>(),
+        );
         Ok(ToolEnv {
             roots,
             limits_configured: self.limits.is_some(),

@@ -27,7 +27,7 @@ const JOB_READER: &str = "bash_output";
 /// A call between its scan before and its scan after.
 pub(super) struct Begun {
     roots: Vec<Arc<RootCheckpoints>>,
-    _locks: Vec<tokio::sync::OwnedMutexGuard<()>>,
+    locks: Vec<tokio::sync::OwnedMutexGuard<()>>,
     tool: String,
     label: String,
     journal_before: u64,
@@ -101,7 +101,7 @@ pub(super) async fn before(tool: &dyn DynTool, input: &Value, ctx: &ToolContext)
     }
     Some(Begun {
         roots,
-        _locks: locks,
+        locks,
         tool: tool.name().to_owned(),
         label: label_of(tool.name(), input),
         journal_before: ctx.session().state::<Journal>().current(),
@@ -164,7 +164,7 @@ impl Begun {
             })
             .await
             .unwrap_or_default();
-        drop(self._locks);
+        drop(self.locks);
         match result {
             Ok(mut output) if !notes.is_empty() => {
                 output
