@@ -167,11 +167,15 @@ fn walker(root: &Path) -> ignore::Walk {
 }
 
 /// Walks `root`, updating `cache`, keeping new contents in `store`, and returns what changed.
+///
+/// Each entry's cached stat is moved, not copied, into the new cache when it still holds; what
+/// is left of the old cache after the walk was removed.
 pub(crate) fn scan(root: &Path, cache: &mut Cache, store: &mut Store, limits: Limits) -> Delta {
     let started = nanos(Ok(SystemTime::now()));
+    let mut old = std::mem::take(&mut cache.entries);
     let mut seen: BTreeMap<String, Stat> = BTreeMap::new();
     let mut top: BTreeSet<std::ffi::OsString> = BTreeSet::new();
-    let mut touched = false;
+    let mut delta = Delta::default();
     for entry in walker(root).flatten() {
         if entry.depth() == 1 {
             top.insert(entry.file_name().to_owned());
@@ -189,34 +193,51 @@ pub(crate) fn scan(root: &Path, cache: &mut Cache, store: &mut Store, limits: Li
         let Some(rel) = rel.to_str() else {
             continue;
         };
-        let rel = rel.replace('\\', "/");
+        #[cfg(windows)]
+        let slashed = rel.replace('\\', "/");
+        #[cfg(windows)]
+        let rel = slashed.as_str();
         let Ok(meta) = entry.metadata() else {
             continue;
         };
         let (mtime_ns, ctime_ns, ino, mode) = fields(&meta);
         let size = meta.len();
-        let state = match cache.entries.get(&rel) {
-            Some(old)
-                if old.size == size
-                    && old.mtime_ns == mtime_ns
-                    && old.ctime_ns == ctime_ns
-                    && old.ino == ino
-                    && old.mode == mode
-                    && mtime_ns < cache.scanned_ns =>
-            {
-                old.state.clone()
+        let before = old.remove(rel);
+        if let Some(stat) = before.as_ref()
+            && stat.size == size
+            && stat.mtime_ns == mtime_ns
+            && stat.ctime_ns == ctime_ns
+            && stat.ino == ino
+            && stat.mode == mode
+            && mtime_ns < cache.scanned_ns
+        {
+            if let Some(stat) = before {
+                seen.insert(rel.to_owned(), stat);
             }
-            _ => {
-                touched = true;
-                match read_state(entry.path(), &meta, store, limits) {
-                    Ok(state) => state,
-                    // Gone or unreadable since the walk saw it: left out, like a file not there.
-                    Err(_) => continue,
-                }
+            continue;
+        }
+        delta.touched = true;
+        // Gone or unreadable since the walk saw it: left out, like a file not there.
+        let Ok(state) = read_state(entry.path(), &meta, store, limits) else {
+            if let Some(stat) = before {
+                delta.changes.push(PathChange {
+                    path: rel.to_owned(),
+                    before: stat.state,
+                    after: State::Absent,
+                });
             }
+            continue;
         };
+        let previous = before.map_or(State::Absent, |s| s.state);
+        if previous != state {
+            delta.changes.push(PathChange {
+                path: rel.to_owned(),
+                before: previous,
+                after: state.clone(),
+            });
+        }
         seen.insert(
-            rel,
+            rel.to_owned(),
             Stat {
                 size,
                 mtime_ns,
@@ -227,8 +248,15 @@ pub(crate) fn scan(root: &Path, cache: &mut Cache, store: &mut Store, limits: Li
             },
         );
     }
+    for (path, stat) in old {
+        delta.changes.push(PathChange {
+            path,
+            before: stat.state,
+            after: State::Absent,
+        });
+    }
+    delta.changes.sort_by(|a, b| a.path.cmp(&b.path));
     let ignored = ignored_tops(root, &top);
-    let mut delta = Delta::default();
     for (name, time) in &ignored {
         if cache.ignored.get(name) != Some(time) {
             delta.ignored.push(name.clone());
@@ -239,19 +267,7 @@ pub(crate) fn scan(root: &Path, cache: &mut Cache, store: &mut Store, limits: Li
             delta.ignored.push(name.clone());
         }
     }
-    let paths: BTreeSet<&String> = cache.entries.keys().chain(seen.keys()).collect();
-    for path in paths {
-        let before = cache.state(path);
-        let after = seen.get(path).map_or(State::Absent, |s| s.state.clone());
-        if before != after {
-            delta.changes.push(PathChange {
-                path: path.clone(),
-                before,
-                after,
-            });
-        }
-    }
-    delta.touched = touched || !delta.changes.is_empty() || !delta.ignored.is_empty();
+    delta.touched |= !delta.changes.is_empty() || !delta.ignored.is_empty();
     cache.entries = seen;
     cache.ignored = ignored;
     cache.scanned_ns = started;
