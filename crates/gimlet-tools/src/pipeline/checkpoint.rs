@@ -39,7 +39,14 @@ pub(super) async fn before(tool: &dyn DynTool, input: &Value, ctx: &ToolContext)
     if !checkpoints.enabled() {
         return None;
     }
-    let mutating = !tool.flags(None).read_only;
+    // A call that may run beside others (its flags for this input say so) gets no checkpoint
+    // of its own: holding the roots' lock would serialise it, and its changes are found by
+    // the next scan. No built-in tool that changes files is such a call.
+    let flags = match tool.parse(input.clone()) {
+        Ok(args) => tool.flags(Some(&args)),
+        Err(_) => tool.flags(None),
+    };
+    let mutating = !flags.read_only && !flags.concurrency_safe;
     if !mutating && tool.name() != JOB_READER {
         return None;
     }
