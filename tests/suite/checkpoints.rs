@@ -2,6 +2,8 @@
 //! byte, modes and links included; the user's edits between calls are not the agent's; `.git`
 //! and ignored trees are left alone; the list survives a restart.
 
+#![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;

@@ -55,7 +55,7 @@ pub(crate) fn put_back(
     };
     let mut wanted = Vec::with_capacity(targets.len());
     for (target, state) in targets.iter().zip(&now) {
-        wanted.push(if *state == target.want {
+        wanted.push(if state.same(&target.want) {
             None
         } else {
             content(&target.want)?
@@ -65,7 +65,7 @@ pub(crate) fn put_back(
     let mut files: Vec<(usize, Loaded)> = Vec::new();
     let mut links = Vec::new();
     for (i, (target, state)) in targets.iter().zip(&now).enumerate() {
-        if *state == target.want {
+        if state.same(&target.want) {
             continue;
         }
         let link =
@@ -122,7 +122,7 @@ pub(crate) fn put_back(
         let after_text = text_of(root, &target.want);
         let (diff, _) = render_diff(&before_text, &after_text);
         let action = match (state, &target.want) {
-            (a, b) if a == b => "unchanged",
+            (a, b) if a.same(b) => "unchanged",
             (_, State::Absent) => "removed (the checkpoint saw it created)",
             (State::Absent, _) => "recreated",
             (State::File { id: a, .. }, State::File { id: b, .. }) if a == b => "mode restored",
@@ -152,8 +152,8 @@ fn check(
     let mut unkept = Vec::new();
     for target in targets {
         let state = root.state_now(&target.rel).map_err(failed)?;
-        if state != target.want {
-            if !overwrite && state != target.expect {
+        if !state.same(&target.want) {
+            if !overwrite && !state.same(&target.expect) {
                 changed.push(format!("`{}`", target.rel));
             }
             if !target.want.restorable() {

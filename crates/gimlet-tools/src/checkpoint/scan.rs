@@ -46,13 +46,6 @@ impl Cache {
             .filter_map(|s| s.state.kept_id())
             .collect()
     }
-
-    /// What a path holds, as of the last scan.
-    pub(crate) fn state(&self, rel: &str) -> State {
-        self.entries
-            .get(rel)
-            .map_or(State::Absent, |s| s.state.clone())
-    }
 }
 
 /// How much a scan keeps.

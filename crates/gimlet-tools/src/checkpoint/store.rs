@@ -59,9 +59,17 @@ impl State {
         }
     }
 
-    /// Whether two states hold the same thing, content and mode (a big file by its stat).
+    /// Whether two states hold the same thing: content and mode (a big file by its stat), or
+    /// link target, whether or not the content was kept.
     pub fn same(&self, other: &Self) -> bool {
-        self == other
+        match (self, other) {
+            (Self::File { id: a, mode: m, .. }, Self::File { id: b, mode: n, .. }) => {
+                a == b && m == n
+            }
+            (Self::Absent, Self::Absent) => true,
+            (Self::Symlink { target: a }, Self::Symlink { target: b }) => a == b,
+            (Self::File { .. } | Self::Absent | Self::Symlink { .. }, _) => false,
+        }
     }
 }
 
