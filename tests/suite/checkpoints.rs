@@ -289,3 +289,37 @@ async fn the_list_survives_a_restart() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "before\n");
     second.stop().await;
 }
+
+#[tokio::test]
+async fn damaged_content_is_reported_and_never_written() {
+    let gimlet = Gimlet::start().await;
+    let path = gimlet.write("a.txt", "old\n");
+    bash(&gimlet, "echo new > a.txt").await;
+    let listing = ok_text(&gimlet.call("checkpoints", json!({})).await);
+    let id = newest(&listing, "bash");
+    // Every kept content in the data folder cut short.
+    let mut stack = vec![gimlet.data.path().join("gimlet/checkpoints")];
+    let mut damaged = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap().path();
+            if entry.is_dir() {
+                stack.push(entry);
+            } else if entry.parent().unwrap().parent().unwrap().ends_with("blobs") {
+                std::fs::write(&entry, "x").unwrap();
+                damaged += 1;
+            }
+        }
+    }
+    assert!(damaged > 0);
+    let text = err_text(&gimlet.call("restore", json!({"checkpoint": id})).await);
+    assert!(text.contains("does not match its hash"), "{text}");
+    assert!(text.contains("nothing was restored"), "{text}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
+    let listing = ok_text(&gimlet.call("checkpoints", json!({})).await);
+    assert!(
+        listing.contains("[damage: the checkpoint store is damaged"),
+        "{listing}"
+    );
+    gimlet.stop().await;
+}
