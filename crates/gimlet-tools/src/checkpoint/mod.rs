@@ -118,8 +118,9 @@ impl Checkpoints {
             )),
             1 => Ok(found.remove(0)),
             _ => Err(format!(
-                "checkpoint #{id} exists in more than one root; numbers are per root, and this \
-                 server has several: give one of the paths it changed in `paths`"
+                "checkpoint #{id} exists in more than one root (numbers are per root); choosing \
+                 between roots is not supported yet: `checkpoints` lists each root's, and \
+                 `undo` steps back through the latest"
             )),
         }
     }
