@@ -3,6 +3,9 @@
 #[cfg(target_os = "linux")]
 mod bash;
 mod binary;
+// Shell commands (GNU sed), symbolic links and modes.
+#[cfg(target_os = "linux")]
+mod checkpoints;
 mod crash;
 mod dist;
 mod errors;

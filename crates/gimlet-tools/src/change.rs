@@ -5,6 +5,7 @@
 //! lock (`ctx.env().locks()`).
 
 pub(crate) mod edit;
+pub(crate) mod restore;
 
 use std::io::{Read, Seek};
 use std::time::SystemTime;

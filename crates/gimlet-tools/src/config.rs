@@ -171,6 +171,35 @@ impl Default for LspConfig {
     }
 }
 
+/// `[checkpoints]`: every call that can change files records what it changed under the roots
+/// (docs/tools.md, "Checkpoints").
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct CheckpointsConfig {
+    /// Whether checkpoints are recorded at all (default true).
+    pub enabled: bool,
+    /// The store of a root holds at most this many MiB of content (default 512); the oldest
+    /// checkpoints go first.
+    pub max_store_mb: u64,
+    /// At most this many checkpoints are kept per root (default 200); the oldest go first.
+    pub max_checkpoints: usize,
+    /// Files larger than this many MiB are recorded as changed but not kept, so they cannot be
+    /// restored (default 16).
+    pub max_file_mb: u64,
+}
+
+impl Default for CheckpointsConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_store_mb: 512,
+            max_checkpoints: 200,
+            max_file_mb: 16,
+        }
+    }
+}
+
 /// One `[lsp.servers.NAME]` entry: every field is optional for a built-in language.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -351,6 +380,8 @@ pub struct ConfigFile {
     pub sandbox: SandboxConfig,
     /// `[lsp]`: language servers.
     pub lsp: LspConfig,
+    /// `[checkpoints]`: what each call changed, kept to be listed, diffed and restored.
+    pub checkpoints: CheckpointsConfig,
     /// Deny and ask rules from project files (see [`ConfigFile::tighten_with`]).
     #[serde(skip)]
     pub project_rules: Vec<Rule>,

@@ -49,6 +49,8 @@ pub(crate) struct Job {
     state: Mutex<JobState>,
     stop: CancellationToken,
     done: watch::Receiver<bool>,
+    /// A scan of the roots ran after it ended: its changes were attributed.
+    attributed: std::sync::atomic::AtomicBool,
 }
 
 struct JobState {
@@ -168,6 +170,7 @@ impl Jobs {
             }),
             stop: stop.clone(),
             done: done_rx,
+            attributed: std::sync::atomic::AtomicBool::new(false),
         });
         let reader = Arc::clone(&job);
         tokio::spawn(async move {
@@ -205,6 +208,19 @@ impl Jobs {
         });
         self.jobs.locked().push(Arc::clone(&job));
         job
+    }
+
+    /// The jobs whose changes a scan now may find (id and command): those running, and those
+    /// that ended since the last time this was asked.
+    pub(crate) fn unattributed(&self) -> Vec<(String, String)> {
+        self.jobs
+            .locked()
+            .iter()
+            .filter(|job| {
+                job.status() == JobStatus::Running || !job.attributed.swap(true, Ordering::Relaxed)
+            })
+            .map(|job| (job.id.clone(), job.command.clone()))
+            .collect()
     }
 
     /// The job of an id.

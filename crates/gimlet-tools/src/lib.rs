@@ -33,6 +33,7 @@
 mod args;
 pub mod audit;
 mod change;
+pub mod checkpoint;
 mod command_hook;
 pub mod config;
 pub mod context;

@@ -369,6 +369,9 @@ fn register_builtins(registry: &mut ToolRegistry) {
     registry.register(tools::ApplyPatchTool, ToolSource::Builtin);
     registry.register(tools::NotebookEditTool, ToolSource::Builtin);
     registry.register(tools::UndoTool, ToolSource::Builtin);
+    registry.register(tools::CheckpointsTool, ToolSource::Builtin);
+    registry.register(tools::DiffTool, ToolSource::Builtin);
+    registry.register(tools::RestoreTool, ToolSource::Builtin);
     registry.register(tools::GrepTool, ToolSource::Builtin);
     registry.register(tools::GlobTool, ToolSource::Builtin);
     registry.register(tools::LsTool, ToolSource::Builtin);

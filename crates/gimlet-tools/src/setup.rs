@@ -107,6 +107,7 @@ pub fn environment(config: &ConfigFile, setup: &Setup) -> Result<ToolEnv, SetupE
         .settings(config.tools.clone())
         .unix_sockets(config.sandbox.unix_sockets.clone())
         .lsp(config.lsp.clone())
+        .checkpoints(config.checkpoints)
         .budget(config.budget);
     if config.output.max_lines.is_some() || config.output.max_bytes.is_some() {
         // Limits left at their defaults may be lowered for a client that shows its model less.

@@ -47,7 +47,10 @@ impl TestWorkspace {
             .tempdir()
             .unwrap();
         let spill = tempfile::tempdir().unwrap();
-        let builder = ToolEnv::builder().root(root.path()).spill_dir(spill.path());
+        let builder = ToolEnv::builder()
+            .root(root.path())
+            .spill_dir(spill.path())
+            .checkpoint_dir(spill.path().join("checkpoints"));
         let env = Arc::new(configure(builder).build().unwrap());
         Self {
             root,

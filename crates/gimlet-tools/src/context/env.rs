@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 use crate::audit::AuditLog;
-use crate::config::{Budget, LspConfig, Settings};
+use crate::checkpoint::Checkpoints;
+use crate::config::{Budget, CheckpointsConfig, LspConfig, Settings};
 use crate::context::hook::Hook;
 use crate::fs::{NameMatching, PathError, PathLocks, Root, RootSet, implicit_root_here};
 use crate::lsp::LanguageServers;
@@ -66,6 +67,7 @@ pub struct ToolEnv {
     audit: Option<Arc<AuditLog>>,
     workers: Arc<tokio::sync::Semaphore>,
     pub(super) lsp: Arc<LanguageServers>,
+    checkpoints: Arc<Checkpoints>,
 }
 
 /// Calls that may run at once across all sessions, by default.
@@ -115,6 +117,11 @@ impl ToolEnv {
     /// Where truncated outputs are saved.
     pub fn spill(&self) -> &SpillStore {
         &self.spill
+    }
+
+    /// The checkpoints of the roots.
+    pub fn checkpoints(&self) -> &Arc<Checkpoints> {
+        &self.checkpoints
     }
 
     /// The command helper and the sandbox.
@@ -200,6 +207,7 @@ impl ToolEnv {
             audit: self.audit.clone(),
             workers: Arc::clone(&self.workers),
             lsp: Arc::clone(&self.lsp),
+            checkpoints: Arc::clone(&self.checkpoints),
         }
     }
 }
@@ -222,6 +230,8 @@ pub struct ToolEnvBuilder {
     max_parallel: Option<usize>,
     lsp: Option<LspConfig>,
     name_matching: Option<NameMatching>,
+    checkpoints: CheckpointsConfig,
+    checkpoint_dir: Option<PathBuf>,
 }
 
 /// Why a [`ToolEnv`] could not be built.
@@ -286,6 +296,21 @@ impl ToolEnvBuilder {
     #[must_use]
     pub fn spill_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.spill_dir = Some(dir.into());
+        self
+    }
+
+    /// Configures the checkpoints (`[checkpoints]`; default on).
+    #[must_use]
+    pub fn checkpoints(mut self, config: CheckpointsConfig) -> Self {
+        self.checkpoints = config;
+        self
+    }
+
+    /// Sets where the checkpoint stores are kept (default: `checkpoints` beside the spill
+    /// directory, in the user's data directory).
+    #[must_use]
+    pub fn checkpoint_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.checkpoint_dir = Some(dir.into());
         self
     }
 
@@ -414,6 +439,20 @@ impl ToolEnvBuilder {
             ),
             None => LanguageServers::disabled(),
         };
+        let checkpoint_dir = self.checkpoint_dir.unwrap_or_else(|| {
+            spill.dir().parent().map_or_else(
+                || spill.dir().join("checkpoints"),
+                |p| p.join("checkpoints"),
+            )
+        });
+        let checkpoints = Arc::new(Checkpoints::new(checkpoint_dir, self.checkpoints));
+        checkpoints.start_baselines(
+            &roots
+                .roots()
+                .iter()
+                .map(|r| r.path().to_owned())
+                .collect::<Vec<_>>(),
+        );
         Ok(ToolEnv {
             roots,
             limits_configured: self.limits.is_some(),
@@ -432,6 +471,7 @@ impl ToolEnvBuilder {
                 self.max_parallel.unwrap_or(DEFAULT_MAX_PARALLEL_CALLS),
             )),
             lsp: Arc::new(lsp),
+            checkpoints,
         })
     }
 }

@@ -104,6 +104,11 @@ impl Journal {
         self.next_change.fetch_add(1, Ordering::Relaxed) + 1
     }
 
+    /// The latest change id handed out (0 before any).
+    pub fn current(&self) -> u64 {
+        self.next_change.load(Ordering::Relaxed)
+    }
+
     /// Records an entry, dropping the oldest changes beyond the limits. A change goes whole
     /// (an undo restores all of its files or it is not offered), and the newest one is never
     /// dropped: one `undo` reverts a change of any size (a rename across hundreds of files).

@@ -9,7 +9,9 @@
 //!    to `ctx.asker()`; nothing runs before the yes.
 //! 4. **before hooks** (`hooks.rs`): may block the call, replace its input (which then goes
 //!    through stages 1-3 again) or ask for confirmation.
-//! 5. **execute**: the tool runs. On cancellation a tool whose interrupt behaviour is `Cancel`
+//! 5. **execute**: the tool runs. A tool that can change files runs between two scans of the
+//!    roots (`checkpoint.rs`; the scan before comes ahead of stage 1): what the call changed
+//!    becomes its checkpoint. On cancellation a tool whose interrupt behaviour is `Cancel`
 //!    is dropped at once; a `Block` tool finishes and its result is discarded by the caller.
 //!    A command the sandbox stopped ([`ToolError::SandboxDenied`]) is run again outside it,
 //!    or not, in one place (`escalate.rs`): approval by a rule, the user, or a session's
@@ -34,6 +36,7 @@
 //! ([`ToolError::to_output`]). Tools never truncate, ask or log their results themselves, and never
 //! call the permission stage.
 
+mod checkpoint;
 mod diagnostics;
 mod escalate;
 mod hooks;
@@ -179,6 +182,9 @@ async fn run_stages(
             tool.name()
         )));
     }
+    // The checkpoint's scan before: ahead of the permission stage, so that `undo` and
+    // `restore` are judged on a list that includes what changed meanwhile.
+    let begun = checkpoint::before(tool, &input, ctx).await;
     let mut input = input;
     let mut args = match prepare(tool, input.clone(), ctx).await {
         // Arguments that do not parse as given get one more try with mistyped values
@@ -208,7 +214,12 @@ async fn run_stages(
     if let Some(reason) = verdict.ask {
         permission::confirm_for_hook(tool.name(), &input, reason, ctx).await?;
     }
-    let mut output = execute(tool, args, ctx).await?;
+    let result = execute(tool, args, ctx).await;
+    let result = match begun {
+        Some(begun) => begun.after(result, ctx).await,
+        None => result,
+    };
+    let mut output = result?;
     // Marked before truncation, so that the marker counts against the limits.
     output.mark_error(tool.name());
     let changes = ctx.take_changes();

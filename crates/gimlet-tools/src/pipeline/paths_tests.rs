@@ -83,6 +83,9 @@ fn script() -> Vec<(&'static str, Value)> {
             json!({"path": "n.ipynb", "cell_id": "c1", "new_source": "x = 1", "cell_type": "code", "edit_mode": "insert"}),
         ),
         ("undo", json!({})),
+        ("checkpoints", json!({"path": "nothing-here.txt"})),
+        ("diff", json!({"checkpoint": 1})),
+        ("restore", json!({"checkpoint": 999})),
         (
             "grep",
             json!({"pattern": "TWO|added", "output_mode": "content"}),

@@ -1,13 +1,19 @@
-//! `undo`: revert the latest change a gimlet tool made, from the session's journal.
+//! `undo`: revert the latest change of the session: a file tool's from the session's journal
+//! (as it always did), any other call's (`bash`, a background job, a plugin, `restore`) from
+//! its checkpoint. Changes no call made (the user's) are never undone.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::change::restore::{Target, put_back};
 use crate::change::{commit_files, load};
+use crate::checkpoint::{Checkpoint, Kind, RootCheckpoints};
 use crate::context::{AccessKind, ToolContext, ToolEnv};
 use crate::error::ToolError;
 use crate::fs::{Journal, JournalEntry, create_parents};
@@ -22,7 +28,7 @@ const DESCRIPTION: &str = include_str!("undo.md");
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UndoArgs {
-    /// The file whose latest change to revert; without it, the latest change overall.
+    /// The file whose latest change to revert; without it, the latest call's changes.
     pub path: Option<String>,
 }
 
@@ -44,11 +50,11 @@ impl Tool for UndoTool {
     }
 
     async fn accesses(&self, args: &UndoArgs, ctx: &ToolContext) -> Result<Vec<Access>, ToolError> {
-        let entries = entries(args, ctx).await?;
+        let plan = plan(args, ctx).await?;
         let mut accesses = Vec::new();
-        for entry in &entries {
+        for path in plan.paths() {
             accesses.push(
-                ctx.path_access(&entry.path.display().to_string(), AccessKind::Write)
+                ctx.path_access(&path.display().to_string(), AccessKind::Write)
                     .await?,
             );
         }
@@ -56,16 +62,118 @@ impl Tool for UndoTool {
     }
 
     async fn execute(&self, args: UndoArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let entries = entries(&args, ctx).await?;
-        let paths: Vec<_> = entries.iter().map(|e| e.path.clone()).collect();
+        let plan = plan(&args, ctx).await?;
+        let paths = plan.paths();
         let _guards = ctx.env().locks().lock_all(&paths).await;
-        ctx.blocking(move |ctx| revert(&ctx, &entries)).await
+        match plan {
+            Plan::Journal { entries, linked } => {
+                ctx.blocking(move |ctx| {
+                    let output = revert(&ctx, &entries)?;
+                    if let Some((root, id)) = linked {
+                        let rels: Vec<String> = entries
+                            .iter()
+                            .filter_map(|e| root.relative(&e.path))
+                            .collect();
+                        if let Err(err) = root.mark_undone(id, &rels) {
+                            tracing::warn!(%err, "a checkpoint could not be marked undone");
+                        }
+                    }
+                    Ok(output)
+                })
+                .await
+            }
+            Plan::Checkpoint {
+                root,
+                checkpoint,
+                targets,
+            } => {
+                ctx.blocking(move |ctx| step_back(&ctx, &root, &checkpoint, &targets))
+                    .await
+            }
+        }
     }
 }
 
-/// The journal entries the call reverts, or an error that says what can be undone.
-async fn entries(args: &UndoArgs, ctx: &ToolContext) -> Result<Vec<JournalEntry>, ToolError> {
-    let journal = ctx.session().state::<Journal>();
+/// What an undo reverts.
+enum Plan {
+    /// A file tool's change, from the journal; with the checkpoint of the same call.
+    Journal {
+        entries: Vec<JournalEntry>,
+        linked: Option<(Arc<RootCheckpoints>, u64)>,
+    },
+    /// Another call's changes, from its checkpoint.
+    Checkpoint {
+        root: Arc<RootCheckpoints>,
+        checkpoint: Checkpoint,
+        targets: Vec<Target>,
+    },
+}
+
+impl Plan {
+    fn paths(&self) -> Vec<PathBuf> {
+        match self {
+            Self::Journal { entries, .. } => entries.iter().map(|e| e.path.clone()).collect(),
+            Self::Checkpoint { root, targets, .. } => {
+                targets.iter().map(|t| root.root().join(&t.rel)).collect()
+            }
+        }
+    }
+}
+
+/// The latest checkpoint of this session that `undo` may step back through (not the user's,
+/// not an undo's, not undone), touching `path` if given, with its root.
+fn latest_checkpoint(
+    ctx: &ToolContext,
+    path: Option<&std::path::Path>,
+) -> Option<(Arc<RootCheckpoints>, Checkpoint, Vec<Target>)> {
+    let roots = ctx
+        .env()
+        .checkpoints()
+        .of_roots(ctx.roots().roots().iter().map(|r| r.path()));
+    let mut best: Option<(Arc<RootCheckpoints>, Checkpoint, Vec<Target>)> = None;
+    for root in roots {
+        let rel = match path {
+            Some(path) => match root.relative(path) {
+                Some(rel) => Some(rel),
+                None => continue,
+            },
+            None => None,
+        };
+        let Ok((list, _)) = root.list() else {
+            continue;
+        };
+        let found = list.into_iter().rev().find_map(|checkpoint| {
+            let undoable = matches!(checkpoint.kind, Kind::Call | Kind::Job | Kind::Restore)
+                && checkpoint.session == ctx.session().id();
+            if !undoable {
+                return None;
+            }
+            let targets: Vec<Target> = checkpoint
+                .changes
+                .iter()
+                .filter(|c| !checkpoint.undone.contains(&c.path))
+                .filter(|c| rel.as_ref().is_none_or(|r| &c.path == r))
+                .map(|c| Target {
+                    rel: c.path.clone(),
+                    want: c.before.clone(),
+                    expect: c.after.clone(),
+                })
+                .collect();
+            (!targets.is_empty()).then_some((checkpoint, targets))
+        });
+        if let Some((checkpoint, targets)) = found
+            && best
+                .as_ref()
+                .is_none_or(|(_, b, _)| b.created_ms <= checkpoint.created_ms)
+        {
+            best = Some((Arc::clone(&root), checkpoint, targets));
+        }
+    }
+    best
+}
+
+/// What the call reverts, or an error that says what can be undone.
+async fn plan(args: &UndoArgs, ctx: &ToolContext) -> Result<Plan, ToolError> {
     let path = match &args.path {
         Some(path) => {
             let path = path.clone();
@@ -76,21 +184,77 @@ async fn entries(args: &UndoArgs, ctx: &ToolContext) -> Result<Vec<JournalEntry>
         }
         None => None,
     };
+    let wanted = path.clone();
+    let latest = ctx
+        .blocking(move |ctx| Ok(latest_checkpoint(&ctx, wanted.as_deref())))
+        .await?;
+    let journal = ctx.session().state::<Journal>();
     let entries = journal.latest(path.as_deref());
-    if entries.is_empty() {
-        let changed = journal.paths();
-        let what = match &args.path {
-            Some(p) => format!("no change to `{p}` by a gimlet tool in this session"),
-            None => String::from("no change by a gimlet tool in this session"),
-        };
-        let hint = if changed.is_empty() {
-            String::new()
-        } else {
-            format!("; files that can be undone: {}", changed.join(", "))
-        };
-        return Err(ToolError::invalid(format!("nothing to undo: {what}{hint}")));
+    match latest {
+        Some((root, checkpoint, _))
+            if !entries.is_empty() && checkpoint.journal_change == Some(entries[0].change) =>
+        {
+            Ok(Plan::Journal {
+                entries,
+                linked: Some((root, checkpoint.id)),
+            })
+        }
+        Some((root, checkpoint, targets)) => Ok(Plan::Checkpoint {
+            root,
+            checkpoint,
+            targets,
+        }),
+        None if !entries.is_empty() => Ok(Plan::Journal {
+            entries,
+            linked: None,
+        }),
+        None => Err(nothing_to_undo(args, &journal)),
     }
-    Ok(entries)
+}
+
+/// Steps back through a checkpoint: its paths as they were before it, if they still hold what
+/// it left.
+fn step_back(
+    ctx: &ToolContext,
+    root: &RootCheckpoints,
+    checkpoint: &Checkpoint,
+    targets: &[Target],
+) -> Result<ToolOutput, ToolError> {
+    let what = format!(
+        "checkpoint #{} (`{}`: {})",
+        checkpoint.id, checkpoint.tool, checkpoint.label
+    );
+    let done = put_back(ctx, root, targets, /*overwrite*/ false, &what)?;
+    let mut text = String::new();
+    for one in &done {
+        let _ = writeln!(
+            text,
+            "`{}` {}, undoing `{}` (checkpoint #{}: {}).",
+            one.rel, one.action, checkpoint.tool, checkpoint.id, checkpoint.label
+        );
+        text.push_str(&one.diff);
+    }
+    let rels: Vec<String> = targets.iter().map(|t| t.rel.clone()).collect();
+    if let Err(err) = root.mark_undone(checkpoint.id, &rels) {
+        tracing::warn!(%err, "a checkpoint could not be marked undone");
+    }
+    Ok(ToolOutput::text(text)
+        .with_title("undo")
+        .with_structured(json!({ "reverted": rels, "checkpoint": checkpoint.id })))
+}
+
+fn nothing_to_undo(args: &UndoArgs, journal: &Journal) -> ToolError {
+    let changed = journal.paths();
+    let what = match &args.path {
+        Some(p) => format!("no change to `{p}` by a call of this session"),
+        None => String::from("no change by a call of this session"),
+    };
+    let hint = if changed.is_empty() {
+        String::new()
+    } else {
+        format!("; files that can be undone: {}", changed.join(", "))
+    };
+    ToolError::invalid(format!("nothing to undo: {what}{hint}"))
 }
 
 fn revert(ctx: &ToolContext, entries: &[JournalEntry]) -> Result<ToolOutput, ToolError> {

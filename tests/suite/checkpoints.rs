@@ -1,0 +1,325 @@
+//! Checkpoints (issue 36): what shell commands change is listed, diffed and undone byte for
+//! byte, modes and links included; the user's edits between calls are not the agent's; `.git`
+//! and ignored trees are left alone; the list survives a restart.
+
+#![expect(clippy::unwrap_used, reason = "test helpers fail loudly")]
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::common::{Gimlet, TestClient, err_text, eventually, ok_text};
+
+/// Everything under `root`, `.git` and ignored folders included: kind, content or link
+/// target, and mode.
+fn tree(root: &Path) -> BTreeMap<String, (char, Vec<u8>, u32)> {
+    let mut found = BTreeMap::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(root).unwrap().display().to_string();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let mode = meta.permissions().mode() & 0o7777;
+            if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                found.insert(rel, ('l', target.display().to_string().into_bytes(), 0));
+            } else if meta.is_dir() {
+                found.insert(rel, ('d', Vec::new(), mode));
+                stack.push(path);
+            } else {
+                found.insert(rel, ('f', std::fs::read(&path).unwrap(), mode));
+            }
+        }
+    }
+    found
+}
+
+/// A small project: files, a script, a link, a repository and an ignored build folder.
+fn project(gimlet: &Gimlet) {
+    gimlet.write("a.txt", "alpha\nbeta\ngamma\n");
+    gimlet.write("run.sh", "#!/bin/sh\necho run\n");
+    gimlet.write("dir/c.txt", "see\n");
+    gimlet.write(".gitignore", "build/\n");
+    gimlet.write("build/out.o", "object");
+    gimlet.write(".git/HEAD", "ref: refs/heads/main\n");
+    gimlet.write(".git/objects/ab/cdef", "blob");
+    std::os::unix::fs::symlink("a.txt", gimlet.root().join("link")).unwrap();
+}
+
+async fn bash(gimlet: &Gimlet, command: &str) -> String {
+    ok_text(&gimlet.call("bash", json!({ "command": command })).await)
+}
+
+/// The number of the newest checkpoint listed with `tool`.
+fn newest(listing: &str, tool: &str) -> u64 {
+    listing
+        .lines()
+        .find_map(|line| {
+            let rest = line.trim_start().strip_prefix('#')?;
+            let (id, after) = rest.split_once(' ')?;
+            after.starts_with(tool).then(|| id.parse().unwrap())
+        })
+        .unwrap_or_else(|| panic!("no `{tool}` checkpoint in\n{listing}"))
+}
+
+#[tokio::test]
+async fn shell_changes_are_undone_byte_for_byte() {
+    let gimlet = Gimlet::start().await;
+    project(&gimlet);
+    let root = gimlet.root();
+    let commands = [
+        "sed -i 's/beta/BETA/' a.txt",
+        "rm dir/c.txt",
+        "mv a.txt moved.txt",
+        "chmod +x run.sh",
+        "mkdir -p gen/deep && for i in $(seq 1 500); do echo \"file $i\" > gen/deep/f$i.txt; done",
+        "ln -sfn run.sh link",
+        "rm a.txt && ln -s dir/c.txt a.txt",
+        "printf 'x' >> run.sh && chmod 600 run.sh && echo new > dir/new.txt",
+    ];
+    for command in commands {
+        let before = tree(&root);
+        bash(&gimlet, command).await;
+        assert_ne!(tree(&root), before, "{command} changed nothing");
+        let text = ok_text(&gimlet.call("undo", json!({})).await);
+        assert!(text.contains("undoing `bash`"), "{command}: {text}");
+        assert_eq!(
+            tree(&root),
+            before,
+            "{command} was not undone byte for byte"
+        );
+    }
+    // The list shows each call, and what it did to which path.
+    let listing = ok_text(&gimlet.call("checkpoints", json!({"limit": 100})).await);
+    for line in [
+        "M a.txt +1 -1",
+        "D dir/c.txt +0 -1",
+        "R a.txt -> moved.txt",
+        "M run.sh mode 644 -> 755",
+        "A gen/deep/f1.txt +1 -0",
+        "and 480 more",
+        "L link -> run.sh",
+        "L a.txt -> dir/c.txt",
+    ] {
+        assert!(listing.contains(line), "{line} not in\n{listing}");
+    }
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn git_and_ignored_trees_are_left_alone_and_a_change_there_is_said() {
+    let gimlet = Gimlet::start().await;
+    project(&gimlet);
+    let root = gimlet.root();
+    bash(&gimlet, "echo one > a.txt").await;
+    let text = bash(&gimlet, "echo more > build/more.o && echo x > .git/x").await;
+    assert!(
+        text.contains("changed ignored files under `build`"),
+        "{text}"
+    );
+    let git_before = tree(&root.join(".git"));
+    let build_before = tree(&root.join("build"));
+    // Undo steps back to the call that changed a captured file; .git and build/ stay.
+    let text = ok_text(&gimlet.call("undo", json!({})).await);
+    assert!(text.contains("`a.txt` restored"), "{text}");
+    assert_eq!(tree(&root.join(".git")), git_before);
+    assert_eq!(tree(&root.join("build")), build_before);
+    let listing = ok_text(&gimlet.call("checkpoints", json!({})).await);
+    // No path in `.git` is listed (the label of #3 names one).
+    assert!(
+        !listing
+            .lines()
+            .any(|l| l.starts_with("    ") && l.contains(".git/")),
+        "{listing}"
+    );
+    assert!(listing.contains("? build/ (ignored"), "{listing}");
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn an_edit_between_calls_is_not_the_agents_and_undo_leaves_it() {
+    let gimlet = Gimlet::start().await;
+    gimlet.write("keep.txt", "k\n");
+    bash(&gimlet, "echo one > a.txt").await;
+    // The user's editor, between two calls.
+    let ide = gimlet.write("ide.txt", "typed by the user\n");
+    bash(&gimlet, "echo two > c.txt").await;
+    let listing = ok_text(&gimlet.call("checkpoints", json!({})).await);
+    assert!(listing.contains("outside (not the agent's"), "{listing}");
+    let outside = listing
+        .split("outside (not the agent's")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .nth(1)
+        .unwrap();
+    assert!(outside.contains("A ide.txt +1"), "{listing}");
+    ok_text(&gimlet.call("undo", json!({})).await);
+    ok_text(&gimlet.call("undo", json!({})).await);
+    let text = err_text(&gimlet.call("undo", json!({})).await);
+    assert!(text.contains("nothing to undo"), "{text}");
+    assert!(!gimlet.root().join("a.txt").exists());
+    assert!(!gimlet.root().join("c.txt").exists());
+    assert_eq!(std::fs::read_to_string(ide).unwrap(), "typed by the user\n");
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn a_background_jobs_writes_are_attributed_to_it_and_undone() {
+    let gimlet = Gimlet::start().await;
+    gimlet.write("data.txt", "original\n");
+    // The file written above is found as the user's by this call's scan before.
+    bash(&gimlet, "true").await;
+    let before = tree(&gimlet.root());
+    ok_text(
+        &gimlet
+            .call(
+                "bash",
+                json!({"command": "sleep 0.3; echo job > job.txt; echo changed > data.txt; chmod 700 job.txt", "run_in_background": true}),
+            )
+            .await,
+    );
+    let job = gimlet.root().join("job.txt");
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            std::fs::metadata(&job).is_ok_and(|m| m.permissions().mode() & 0o777 == 0o700)
+        })
+        .await
+    );
+    let mut ended = false;
+    for _ in 0..50 {
+        let text = ok_text(&gimlet.call("bash_output", json!({"job_id": "job-1"})).await);
+        if !text.contains("running") {
+            ended = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ended);
+    let listing = ok_text(&gimlet.call("checkpoints", json!({})).await);
+    let job = listing
+        .split("bash (job-1) (background job)")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{listing}"));
+    let job = job.split("\n  #").next().unwrap();
+    assert!(job.contains("A job.txt +1 -0"), "{listing}");
+    assert!(job.contains("M data.txt +1 -1"), "{listing}");
+    // Nothing of the job's is the user's.
+    for outside in listing.split("outside (not the agent's").skip(1) {
+        let outside = outside.split("\n  #").next().unwrap();
+        assert!(!outside.contains("job.txt"), "{listing}");
+    }
+    let text = ok_text(&gimlet.call("undo", json!({})).await);
+    assert!(text.contains("`job.txt` removed"), "{text}");
+    assert_eq!(tree(&gimlet.root()), before);
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn a_restore_is_refused_when_the_file_changed_since_and_is_itself_undone() {
+    let gimlet = Gimlet::start().await;
+    let path = gimlet.write("a.txt", "old\n");
+    bash(&gimlet, "echo new > a.txt && echo made > made.txt").await;
+    let listing = ok_text(&gimlet.call("checkpoints", json!({})).await);
+    let id = newest(&listing, "bash");
+    let diff = ok_text(&gimlet.call("diff", json!({"checkpoint": id})).await);
+    assert!(diff.contains("--- a/a.txt\n+++ b/a.txt\n"), "{diff}");
+    assert!(diff.contains("--- /dev/null\n+++ b/made.txt\n"), "{diff}");
+    // The user changes the file afterwards.
+    std::fs::write(&path, "mine\n").unwrap();
+    let text = err_text(&gimlet.call("restore", json!({"checkpoint": id})).await);
+    assert!(text.contains("`a.txt` changed since checkpoint"), "{text}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "mine\n");
+    assert!(
+        gimlet.root().join("made.txt").exists(),
+        "refused means nothing changed"
+    );
+    let since = ok_text(
+        &gimlet
+            .call("diff", json!({"checkpoint": id, "since": true}))
+            .await,
+    );
+    assert!(since.contains("+mine") || since.contains("mine"), "{since}");
+    // Chosen paths only, with overwrite.
+    let text = ok_text(
+        &gimlet
+            .call(
+                "restore",
+                json!({"checkpoint": id, "paths": ["a.txt"], "overwrite": true}),
+            )
+            .await,
+    );
+    assert!(text.contains("`a.txt` restored"), "{text}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\n");
+    assert!(gimlet.root().join("made.txt").exists());
+    // The restore is a checkpoint: undo reverts it.
+    ok_text(&gimlet.call("undo", json!({})).await);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "mine\n");
+    gimlet.stop().await;
+}
+
+#[tokio::test]
+async fn the_list_survives_a_restart() {
+    let root = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let same = |command: &mut tokio::process::Command| {
+        command
+            .env("XDG_DATA_HOME", data.path())
+            .arg("--root")
+            .arg(root.path());
+    };
+    let first = Gimlet::start_adjusted(TestClient::default(), &[], same).await;
+    let file = root.path().join("kept.txt");
+    std::fs::write(&file, "before\n").unwrap();
+    let command = format!("echo after > {}", file.display());
+    bash(&first, &command).await;
+    first.stop().await;
+    // Changed while no gimlet ran: the next one lists it as outside.
+    std::fs::write(root.path().join("offline.txt"), "x").unwrap();
+    let second = Gimlet::start_adjusted(TestClient::default(), &[], same).await;
+    let listing = ok_text(&second.call("checkpoints", json!({})).await);
+    assert!(listing.contains(&format!("bash: {command}")), "{listing}");
+    assert!(listing.contains("A offline.txt"), "{listing}");
+    let id = newest(&listing, "bash");
+    ok_text(&second.call("restore", json!({"checkpoint": id})).await);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "before\n");
+    second.stop().await;
+}
+
+#[tokio::test]
+async fn damaged_content_is_reported_and_never_written() {
+    let gimlet = Gimlet::start().await;
+    let path = gimlet.write("a.txt", "old\n");
+    bash(&gimlet, "echo new > a.txt").await;
+    let listing = ok_text(&gimlet.call("checkpoints", json!({})).await);
+    let id = newest(&listing, "bash");
+    // Every kept content in the data folder cut short.
+    let mut stack = vec![gimlet.data.path().join("gimlet/checkpoints")];
+    let mut damaged = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap().path();
+            if entry.is_dir() {
+                stack.push(entry);
+            } else if entry.parent().unwrap().parent().unwrap().ends_with("blobs") {
+                std::fs::write(&entry, "x").unwrap();
+                damaged += 1;
+            }
+        }
+    }
+    assert!(damaged > 0);
+    let text = err_text(&gimlet.call("restore", json!({"checkpoint": id})).await);
+    assert!(text.contains("does not match its hash"), "{text}");
+    assert!(text.contains("nothing was restored"), "{text}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
+    let listing = ok_text(&gimlet.call("checkpoints", json!({})).await);
+    assert!(
+        listing.contains("[damage: the checkpoint store is damaged"),
+        "{listing}"
+    );
+    gimlet.stop().await;
+}
