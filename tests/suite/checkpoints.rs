@@ -50,6 +50,14 @@ fn project(gimlet: &Gimlet) {
     std::os::unix::fs::symlink("a.txt", gimlet.root().join("link")).unwrap();
 }
 
+/// Checkpoints are off by default (until the scan meets its targets): these turn them on.
+const ON: &str = "[checkpoints]\nenabled = true\n";
+
+/// gimlet with checkpoints on; the folder holds its config.
+async fn start() -> (Gimlet, tempfile::TempDir) {
+    Gimlet::start_with_config(TestClient::default(), ON, &[]).await
+}
+
 async fn bash(gimlet: &Gimlet, command: &str) -> String {
     ok_text(&gimlet.call("bash", json!({ "command": command })).await)
 }
@@ -68,7 +76,7 @@ fn newest(listing: &str, tool: &str) -> u64 {
 
 #[tokio::test]
 async fn shell_changes_are_undone_byte_for_byte() {
-    let gimlet = Gimlet::start().await;
+    let (gimlet, _config) = start().await;
     project(&gimlet);
     let root = gimlet.root();
     let commands = [
@@ -112,7 +120,7 @@ async fn shell_changes_are_undone_byte_for_byte() {
 
 #[tokio::test]
 async fn git_and_ignored_trees_are_left_alone_and_a_change_there_is_said() {
-    let gimlet = Gimlet::start().await;
+    let (gimlet, _config) = start().await;
     project(&gimlet);
     let root = gimlet.root();
     bash(&gimlet, "echo one > a.txt").await;
@@ -142,7 +150,7 @@ async fn git_and_ignored_trees_are_left_alone_and_a_change_there_is_said() {
 
 #[tokio::test]
 async fn an_edit_between_calls_is_not_the_agents_and_undo_leaves_it() {
-    let gimlet = Gimlet::start().await;
+    let (gimlet, _config) = start().await;
     gimlet.write("keep.txt", "k\n");
     bash(&gimlet, "echo one > a.txt").await;
     // The user's editor, between two calls.
@@ -170,7 +178,7 @@ async fn an_edit_between_calls_is_not_the_agents_and_undo_leaves_it() {
 
 #[tokio::test]
 async fn a_background_jobs_writes_are_attributed_to_it_and_undone() {
-    let gimlet = Gimlet::start().await;
+    let (gimlet, _config) = start().await;
     gimlet.write("data.txt", "original\n");
     // The file written above is found as the user's by this call's scan before.
     bash(&gimlet, "true").await;
@@ -221,7 +229,7 @@ async fn a_background_jobs_writes_are_attributed_to_it_and_undone() {
 
 #[tokio::test]
 async fn a_restore_is_refused_when_the_file_changed_since_and_is_itself_undone() {
-    let gimlet = Gimlet::start().await;
+    let (gimlet, _config) = start().await;
     let path = gimlet.write("a.txt", "old\n");
     bash(&gimlet, "echo new > a.txt && echo made > made.txt").await;
     let listing = ok_text(&gimlet.call("checkpoints", json!({})).await);
@@ -266,11 +274,15 @@ async fn a_restore_is_refused_when_the_file_changed_since_and_is_itself_undone()
 async fn the_list_survives_a_restart() {
     let root = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
+    let config = data.path().join("config.toml");
+    std::fs::write(&config, ON).unwrap();
     let same = |command: &mut tokio::process::Command| {
         command
             .env("XDG_DATA_HOME", data.path())
             .arg("--root")
-            .arg(root.path());
+            .arg(root.path())
+            .arg("--config")
+            .arg(&config);
     };
     let first = Gimlet::start_adjusted(TestClient::default(), &[], same).await;
     let file = root.path().join("kept.txt");
@@ -292,7 +304,7 @@ async fn the_list_survives_a_restart() {
 
 #[tokio::test]
 async fn damaged_content_is_reported_and_never_written() {
-    let gimlet = Gimlet::start().await;
+    let (gimlet, _config) = start().await;
     let path = gimlet.write("a.txt", "old\n");
     bash(&gimlet, "echo new > a.txt").await;
     let listing = ok_text(&gimlet.call("checkpoints", json!({})).await);

@@ -98,7 +98,7 @@ fn main() {
                 .spill_dir(data.path().join("spill"))
                 .checkpoint_dir(data.path().join("checkpoints"))
                 .checkpoints(if enabled {
-                    CheckpointsConfig::default()
+                    CheckpointsConfig::on()
                 } else {
                     let mut off = CheckpointsConfig::default();
                     off.enabled = false;

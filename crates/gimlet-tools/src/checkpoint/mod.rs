@@ -405,7 +405,7 @@ mod tests {
         let data = tempfile::tempdir().unwrap();
         let root_path = crate::util::canonical(root.path()).unwrap();
         std::fs::write(root_path.join("a"), "1").unwrap();
-        let first = Checkpoints::new(data.path().to_owned(), CheckpointsConfig::default());
+        let first = Checkpoints::new(data.path().to_owned(), CheckpointsConfig::on());
         let cps = first.for_root(&root_path).unwrap();
         // The baseline.
         assert!(cps.list().unwrap().0.is_empty());
@@ -413,7 +413,7 @@ mod tests {
         cps.scan_and_record(call("echo 2 > a")).unwrap();
         drop(first);
         std::fs::write(root_path.join("b"), "new").unwrap();
-        let second = Checkpoints::new(data.path().to_owned(), CheckpointsConfig::default());
+        let second = Checkpoints::new(data.path().to_owned(), CheckpointsConfig::on());
         let (list, damage) = second.for_root(&root_path).unwrap().list().unwrap();
         assert!(damage.is_empty());
         let kinds: Vec<_> = list
@@ -432,7 +432,7 @@ mod tests {
     #[test]
     fn machine_wide_roots_and_the_store_itself_get_none() {
         let data = tempfile::tempdir().unwrap();
-        let cps = Checkpoints::new(data.path().join("cp"), CheckpointsConfig::default());
+        let cps = Checkpoints::new(data.path().join("cp"), CheckpointsConfig::on());
         assert!(cps.for_root(Path::new("/")).is_none());
         if let Some(home) = dirs::home_dir() {
             assert!(cps.for_root(&home).is_none());
@@ -442,7 +442,7 @@ mod tests {
             data.path().join("cp"),
             CheckpointsConfig {
                 enabled: false,
-                ..CheckpointsConfig::default()
+                ..CheckpointsConfig::on()
             },
         );
         assert!(off.for_root(Path::new("/tmp/x")).is_none());
@@ -456,7 +456,7 @@ mod tests {
         let config = CheckpointsConfig {
             max_store_mb: 1,
             max_checkpoints: 10,
-            ..CheckpointsConfig::default()
+            ..CheckpointsConfig::on()
         };
         let cps = Checkpoints::new(data.path().to_owned(), config)
             .for_root(&root_path)

@@ -299,7 +299,7 @@ impl ToolEnvBuilder {
         self
     }
 
-    /// Configures the checkpoints (`[checkpoints]`; default on).
+    /// Configures the checkpoints (`[checkpoints]`; default off).
     #[must_use]
     pub fn checkpoints(mut self, config: CheckpointsConfig) -> Self {
         self.checkpoints = config;

@@ -23,6 +23,8 @@ use crate::tool::Tool;
 use crate::vocab::{ToolFlags, ToolOutput};
 
 const DESCRIPTION: &str = include_str!("undo.md");
+/// With checkpoints on, `undo` reaches every call's changes.
+const DESCRIPTION_CHECKPOINTS: &str = include_str!("undo_checkpoints.md");
 
 /// Arguments of `undo`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -41,8 +43,12 @@ impl Tool for UndoTool {
     const NAME: &'static str = "undo";
     const TITLE: &'static str = "Undo last change";
 
-    fn description(&self, _env: &ToolEnv) -> Cow<'static, str> {
-        DESCRIPTION.into()
+    fn description(&self, env: &ToolEnv) -> Cow<'static, str> {
+        if env.checkpoints().enabled() {
+            DESCRIPTION_CHECKPOINTS.into()
+        } else {
+            DESCRIPTION.into()
+        }
     }
 
     fn flags(&self, _args: Option<&UndoArgs>) -> ToolFlags {
