@@ -79,6 +79,9 @@ fn main() -> ExitCode {
     if let Err(err) = gimlet_tools::sandbox::shield_process() {
         tracing::warn!("cannot hide the process from other processes of the user: {err}");
     }
+    if let Err(err) = gimlet_tools::sandbox::end_children_with_this_process() {
+        tracing::warn!("what gimlet starts may outlive it if it is killed: {err}");
+    }
     let command = args
         .command
         .unwrap_or_else(|| Command::Serve(cli::ServeArgs::default()));

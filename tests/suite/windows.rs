@@ -414,3 +414,56 @@ pattern = "*"
     );
     gimlet.stop().await;
 }
+
+/// Whether the probe server (`ping -n 61 127.0.0.1`) runs: under Wine from the Unix
+/// processes' command lines (`Z:\\proc`; Wine 8's `tasklist` lists nothing), on Windows from
+/// `tasklist`.
+fn probe_runs() -> bool {
+    let proc = Path::new(r"Z:\proc");
+    if proc.is_dir() {
+        return std::fs::read_dir(proc).is_ok_and(|entries| {
+            entries.flatten().any(|entry| {
+                std::fs::read(entry.path().join("cmdline")).is_ok_and(|line| {
+                    let line = String::from_utf8_lossy(&line).to_ascii_lowercase();
+                    line.contains("ping") && line.contains("61")
+                })
+            })
+        });
+    }
+    std::process::Command::new("tasklist")
+        .output()
+        .is_ok_and(|out| {
+            String::from_utf8_lossy(&out.stdout)
+                .to_ascii_lowercase()
+                .contains("ping.exe")
+        })
+}
+
+/// What gimlet starts ends with it even when it is killed: a language server that never reads
+/// its input (`ping`, so the end of its input does not stop it) is gone once gimlet is (the
+/// server's kill-on-close Job Object; before, the helper waited for the server and both
+/// outlived gimlet).
+#[tokio::test]
+async fn a_server_that_ignores_its_input_dies_with_a_killed_gimlet() {
+    let config = "[lsp]\nwait_ms = 300\n[lsp.servers.probe]\n\
+                  command = [\"ping\", \"-n\", \"61\", \"127.0.0.1\"]\nextensions = [\"probe\"]\n";
+    let (gimlet, _config) = Gimlet::start_with_config(TestClient::default(), config, &[]).await;
+    assert!(!probe_runs(), "a probe runs before the test");
+    gimlet
+        .call("write", json!({"path": "a.probe", "content": "x\n"}))
+        .await;
+    assert!(
+        eventually(Duration::from_secs(10), probe_runs).await,
+        "the server did not start"
+    );
+    let _ = std::process::Command::new("taskkill")
+        .args(["/F", "/PID", &gimlet.pid.to_string()])
+        .output();
+    let gone = eventually(Duration::from_secs(10), || !probe_runs()).await;
+    assert!(gone, "the server outlived gimlet");
+    row(
+        "lsp",
+        "a server ignoring its input, gimlet killed",
+        "gone with it",
+    );
+}

@@ -110,11 +110,27 @@ pub(crate) fn start(exec: &Exec, bash: &BashSettings, launch: &Launch) -> Result
 /// A long-lived server runs in a helper of its own (no PID namespace of its own: a sandbox
 /// that stays serves commands, not stdio servers); gimlet itself is not dumpable, so its
 /// environment stays unreadable to it all the same.
+/// On Windows there is no `/bin/sh`: the helper runs the server through `cmd /d /s /c`, which
+/// also runs npm's `.cmd` shims, each word in double quotes.
 fn plan(launch: &Launch, support: Option<Support>) -> HelperPlan {
-    let command = std::iter::once(String::from("exec"))
-        .chain(launch.command.iter().map(|arg| quoted(arg)))
-        .collect::<Vec<_>>()
-        .join(" ");
+    #[cfg(not(windows))]
+    let (shell, command) = (
+        PathBuf::from("/bin/sh"),
+        std::iter::once(String::from("exec"))
+            .chain(launch.command.iter().map(|arg| quoted(arg)))
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    #[cfg(windows)]
+    let (shell, command) = (
+        PathBuf::from("cmd.exe"),
+        launch
+            .command
+            .iter()
+            .map(|arg| format!("\"{}\"", arg.replace('"', "\"\"")))
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
     let sandbox = support.map(|support| {
         let mut writable = launch.roots.clone();
         writable.push(launch.cache.clone());
@@ -136,7 +152,7 @@ fn plan(launch: &Launch, support: Option<Support>) -> HelperPlan {
         }
     });
     HelperPlan {
-        shell: PathBuf::from("/bin/sh"),
+        shell,
         command,
         workdir: launch.workdir.clone(),
         sandbox,
@@ -145,6 +161,7 @@ fn plan(launch: &Launch, support: Option<Support>) -> HelperPlan {
 }
 
 /// A word for `sh`: in single quotes, a quote inside as `'\''`.
+#[cfg(not(windows))]
 fn quoted(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }

@@ -428,6 +428,21 @@ pub fn shield_process() -> std::io::Result<()> {
     Ok(())
 }
 
+/// Makes everything the server starts end with it, however it ends (a `kill -9`, Task
+/// Manager's End task). On Windows the server joins a Job Object that kills its processes when
+/// its last handle closes: the server's own, which the system closes when the server ends; a
+/// helper makes a job of its own inside it (nested jobs). Unix gets this from the helper (a
+/// subreaper that watches its parent). Call it once, in the server, before anything starts.
+///
+/// # Errors
+///
+/// When the job cannot be made or joined; what the server starts then depends on its helper.
+pub fn end_children_with_this_process() -> std::io::Result<()> {
+    #[cfg(windows)]
+    tree_windows::join_kill_on_close_job()?;
+    Ok(())
+}
+
 /// Marks every file descriptor this process inherited, beyond the standard three, to close on
 /// `exec`, so that none reaches a command, a hook or a language server. Whatever started the
 /// server may have left some open (a host's pipes, a build tool's job server); gimlet's own

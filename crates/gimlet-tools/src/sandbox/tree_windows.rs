@@ -68,6 +68,15 @@ pub(super) fn run_tree(plan: &HelperPlan) -> i32 {
     }
 }
 
+/// Puts this process (the server) in a job that kills its processes when the server ends
+/// (see `end_children_with_this_process`).
+pub(super) fn join_kill_on_close_job() -> std::io::Result<()> {
+    let job = job().map_err(|err| std::io::Error::other(err.to_string()))?;
+    // Held until the process ends, when the system closes it and the job kills what is left.
+    std::mem::forget(job);
+    Ok(())
+}
+
 /// A new job that kills its processes when closed, with this process in it.
 fn job() -> Result<win32job::Job, win32job::JobError> {
     let mut limits = win32job::ExtendedLimitInfo::new();
