@@ -231,6 +231,31 @@ async fn a_rename_touching_a_denied_path_changes_nothing_and_says_why() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn read_only_mode_offers_the_questions_and_refuses_a_rename() {
+    let Some((gimlet, _config)) = start_fake("[permissions]\nmode = \"read-only\"\n").await else {
+        return;
+    };
+    let tools = gimlet.client.list_all_tools().await.unwrap();
+    let lsp = tools.iter().find(|t| t.name == "lsp").expect("lsp offered");
+    // What the annotations say holds for every input: some operations change files.
+    let hints = lsp.annotations.as_ref().unwrap();
+    assert_eq!(hints.read_only_hint, Some(false), "{hints:?}");
+    assert_eq!(hints.destructive_hint, Some(true), "{hints:?}");
+    let before = project(&gimlet);
+    let refused = err_text(
+        &gimlet
+            .call(
+                "lsp",
+                json!({"operation": "rename", "path": "m0.fake", "line": 2, "symbol": "total", "new_name": "sum_all"}),
+            )
+            .await,
+    );
+    assert!(refused.contains("read-only mode"), "{refused}");
+    assert_tree(&gimlet.root(), &before, "nothing changed");
+    gimlet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_server_edit_that_does_not_fit_the_text_changes_nothing() {
     let Some((gimlet, _config)) = start_fake("").await else {
         return;

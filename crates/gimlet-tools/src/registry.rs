@@ -69,6 +69,10 @@ pub trait DynTool: Send + Sync {
     fn output_schema(&self) -> Option<JsonObject>;
     /// Flags for an input, or the conservative ones for `None`.
     fn flags(&self, args: Option<&ErasedArgs>) -> ToolFlags;
+    /// Whether read-only mode offers the tool ([`Tool::offered_read_only`]).
+    fn offered_read_only(&self) -> bool {
+        self.flags(None).read_only
+    }
     /// Whether calls start on the async runtime ([`Tool::inline`]).
     fn inline(&self) -> bool {
         false
@@ -141,6 +145,10 @@ impl<T: Tool> DynTool for T {
     fn flags(&self, args: Option<&ErasedArgs>) -> ToolFlags {
         let args = args.and_then(|a| a.downcast_ref::<T::Args>().ok());
         Tool::flags(self, args)
+    }
+
+    fn offered_read_only(&self) -> bool {
+        Tool::offered_read_only(self)
     }
 
     fn inline(&self) -> bool {
@@ -331,7 +339,7 @@ impl ToolRegistry {
     pub fn offered<'a>(&'a self, env: &'a ToolEnv) -> impl Iterator<Item = &'a Arc<dyn DynTool>> {
         let read_only_mode = env.policy().mode() == crate::Mode::ReadOnly;
         self.tools()
-            .filter(move |t| t.enabled(env) && (!read_only_mode || t.flags(None).read_only))
+            .filter(move |t| t.enabled(env) && (!read_only_mode || t.offered_read_only()))
     }
 
     /// Names of the tools, enabled or not, in order.

@@ -93,6 +93,14 @@ pub trait Tool: Send + Sync + 'static {
         ToolFlags::default()
     }
 
+    /// Whether read-only mode offers the tool: some of its uses only read (a use that changes
+    /// things is refused there call by call, by its flags). By default what `flags(None)`
+    /// says; a tool whose flags without arguments must stay conservative (it changes files
+    /// for some inputs) but which mostly reads says `true` here.
+    fn offered_read_only(&self) -> bool {
+        self.flags(None).read_only
+    }
+
     /// Whether a server starts this tool's calls on the async runtime's thread rather than on
     /// a worker of the blocking pool ([`crate::pipeline::run_on_worker`]). Only for a tool
     /// whose file work all goes through [`ToolContext::nonblocking_first`] (or

@@ -288,6 +288,37 @@ impl ToolContext {
         }
     }
 
+    /// A context of this call's session without the call's decisions, to judge further paths
+    /// with ([`Self::reads_unasked`]) while the call's own decision stands for the audit log.
+    pub(crate) fn session_judge(&self) -> ToolContext {
+        ToolContext::builder(Arc::clone(self.env()))
+            .session(Arc::clone(self.session()))
+            .build()
+    }
+
+    /// Whether `tool`, reading only, may read `path` without asking: it lies beneath one of
+    /// `roots` as itself (not reached through a link from elsewhere) and the policy allows the
+    /// read outright (not denied, not protected, not to be asked). For what a tool reads
+    /// beyond the paths it was given (the source lines of places the `lsp` tool shows, the
+    /// other files the diagnostics check looks at). Judge on a context of the call's session,
+    /// ([`Self::session_judge`]). Blocking (resolves).
+    pub(crate) fn reads_unasked(&self, roots: &RootSet, tool: &str, path: &Path) -> bool {
+        let Ok(resolved) = roots.resolve(&path.display().to_string()) else {
+            return false;
+        };
+        if !resolved.is_inside() || resolved.path != path {
+            return false;
+        }
+        let access = self.access_of(&resolved, AccessKind::Read);
+        let judgement = self.policy().judge(
+            tool,
+            crate::vocab::ToolFlags::READ_ONLY,
+            &[access],
+            self.session().grants(),
+        );
+        matches!(judgement.permission, crate::permission::Permission::Allow)
+    }
+
     /// The limits a result of a tool with `limits` is cut to in this call: lowered to what the
     /// session's client shows its model whole ([`Session::set_result_budget`]) unless the
     /// limits were configured. The truncation stage cuts to these; a tool may ask them to know

@@ -9,14 +9,13 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::context::{AccessKind, ToolContext};
+use crate::context::ToolContext;
 use crate::lsp::{
     Changed, Client, LanguageServers, MAX_FILES_PER_CALL, Plan, Readable, Unavailable, Waited,
     diagnostics, impact, read_text,
 };
-use crate::permission::Permission;
 use crate::util::MutexExt as _;
-use crate::vocab::{Content, OutputLimits, ToolFlags, ToolOutput};
+use crate::vocab::{Content, OutputLimits, ToolOutput};
 
 use super::truncate::{Reserve, Shown};
 
@@ -306,26 +305,9 @@ async fn plan_other_files(
 /// decides which places it shows with their lines: other files it may not read are not
 /// checked. Judged with a context of the call's session, so the call's own decision stands.
 fn readable(ctx: &ToolContext) -> Readable {
-    let judge = ToolContext::builder(Arc::clone(ctx.env()))
-        .session(Arc::clone(ctx.session()))
-        .build();
+    let judge = ctx.session_judge();
     let roots = ctx.roots().clone();
-    Arc::new(move |path: &std::path::Path| {
-        let Ok(resolved) = roots.resolve(&path.display().to_string()) else {
-            return false;
-        };
-        if !resolved.is_inside() || resolved.path != path {
-            return false;
-        }
-        let access = judge.access_of(&resolved, AccessKind::Read);
-        let judgement = judge.policy().judge(
-            "lsp",
-            ToolFlags::READ_ONLY,
-            &[access],
-            judge.session().grants(),
-        );
-        matches!(judgement.permission, Permission::Allow)
-    })
+    Arc::new(move |path: &std::path::Path| judge.reads_unasked(&roots, "lsp", path))
 }
 
 /// The new errors of the other files in `plan` after the change, asked until `deadline` (the

@@ -174,7 +174,7 @@ async fn run_stages(
             tool.name()
         )));
     }
-    if ctx.policy().mode() == crate::Mode::ReadOnly && !tool.flags(None).read_only {
+    if ctx.policy().mode() == crate::Mode::ReadOnly && !tool.offered_read_only() {
         ctx.record_decision(false, "mode read-only");
         return Err(ToolError::PermissionDenied(format!(
             "the server runs in read-only mode and `{}` changes things; it is not offered. \

@@ -127,15 +127,21 @@ impl Tool for LspTool {
     }
 
     fn flags(&self, args: Option<&LspArgs>) -> ToolFlags {
-        // Without arguments (`tools/list`, the read-only mode's offer) the tool reads: its
-        // changing operations are judged per call, as writes of their file.
-        if args.is_some_and(LspArgs::changes_files) {
-            return ToolFlags::MUTATING;
+        // Without arguments (`tools/list`'s annotations) what holds for every input: `rename`
+        // and an applied code action change files (one may delete a file).
+        match args {
+            Some(args) if !args.changes_files() => ToolFlags {
+                interrupt: InterruptBehavior::Cancel,
+                ..ToolFlags::READ_ONLY
+            },
+            _ => ToolFlags::MUTATING,
         }
-        ToolFlags {
-            interrupt: InterruptBehavior::Cancel,
-            ..ToolFlags::READ_ONLY
-        }
+    }
+
+    fn offered_read_only(&self) -> bool {
+        // Read-only mode offers the questions; `rename` and applying an action are writes,
+        // which that mode refuses.
+        true
     }
 
     async fn validate(&self, args: LspArgs, _ctx: &ToolContext) -> Result<LspArgs, ToolError> {

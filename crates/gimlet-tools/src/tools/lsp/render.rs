@@ -4,16 +4,13 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use lsp_types::{Position, Range};
 use serde_json::Value;
 
-use crate::context::{AccessKind, ToolContext};
+use crate::context::ToolContext;
 use crate::fs::RootSet;
 use crate::lsp::position::{human, line_at, path_of};
-use crate::permission::Permission;
-use crate::vocab::ToolFlags;
 
 /// A place a server pointed at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,9 +39,7 @@ pub(crate) struct Sources {
 impl Sources {
     /// Texts for the files a call may read. Blocking (it reads files).
     pub(crate) fn new(ctx: &ToolContext) -> Self {
-        let judge = ToolContext::builder(Arc::clone(ctx.env()))
-            .session(Arc::clone(ctx.session()))
-            .build();
+        let judge = ctx.session_judge();
         Self {
             roots: ctx.roots().clone(),
             judge: Some(judge),
@@ -75,21 +70,16 @@ impl Sources {
         self.texts
             .entry(path.to_owned())
             .or_insert_with(|| {
-                let resolved = roots.resolve(&path.display().to_string()).ok()?;
-                if !resolved.is_inside() || resolved.path != path {
-                    return None;
-                }
-                if let Some(judge) = judge {
-                    let access = judge.access_of(&resolved, AccessKind::Read);
-                    let judgement = judge.policy().judge(
-                        "lsp",
-                        ToolFlags::READ_ONLY,
-                        &[access],
-                        judge.session().grants(),
-                    );
-                    if !matches!(judgement.permission, Permission::Allow) {
+                match judge {
+                    Some(judge) if !judge.reads_unasked(roots, "lsp", path) => return None,
+                    // Tests: any file beneath the roots.
+                    None if !roots
+                        .resolve(&path.display().to_string())
+                        .is_ok_and(|r| r.is_inside() && r.path == path) =>
+                    {
                         return None;
                     }
+                    _ => {}
                 }
                 crate::lsp::read_text(path)
             })
