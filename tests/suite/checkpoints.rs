@@ -398,15 +398,11 @@ async fn sh(root: &Path, script: &str) {
     assert!(status.success(), "{script}");
 }
 
-// See: issue 36 ("a kill -9 during a restore leaves every file whole (the intent log)").
-#[tokio::test]
-async fn a_restore_killed_at_any_moment_is_all_or_nothing_and_can_be_done_again() {
-    use super::crash::{call, jitter};
-    let root_dir = tempfile::tempdir().unwrap();
-    let data = tempfile::tempdir().unwrap();
-    let root = std::fs::canonicalize(root_dir.path()).unwrap();
-    // Before: four big files (4 MB each, so that a restore takes long enough to be killed in
-    // the middle), a file the command deletes, a script, and a link.
+/// Files for a restore to put back: four big files (4 MB each, so that a restore takes long
+/// enough to be killed in the middle), a file the command deletes, a script, and a link.
+/// Returns the command that changes them all: every big file rewritten, one deleted, one
+/// created, a mode changed, a link swapped.
+fn many_changes(root: &Path) -> &'static str {
     let line = |c: char| -> String { std::iter::repeat_n(c, 99).chain(['\n']).collect() };
     for i in 0..4 {
         std::fs::write(root.join(format!("big{i}.txt")), line('a').repeat(40_000)).unwrap();
@@ -416,10 +412,56 @@ async fn a_restore_killed_at_any_moment_is_all_or_nothing_and_can_be_done_again(
     std::fs::write(root.join("run.sh"), "#!/bin/sh\necho run\n").unwrap();
     std::fs::write(root.join("other.txt"), "the link's other target\n").unwrap();
     std::os::unix::fs::symlink("run.sh", root.join("link")).unwrap();
-    // After: every big file rewritten, one deleted, one created, a mode changed, a link swapped.
-    let command = "for i in 0 1 2 3; do yes bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb \
+    "for i in 0 1 2 3; do yes bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb \
         | head -n 40000 > big$i.txt; done; rm dir/gone.txt; echo made > dir/made.txt; \
-        chmod +x run.sh; ln -sfn other.txt link";
+        chmod +x run.sh; ln -sfn other.txt link"
+}
+
+/// Starts gimlet on `root`, sends `restore` of checkpoint `id`, and kills gimlet: when the
+/// answer comes the first time (`full_call` learns how long a restore takes), then at a
+/// random moment from the request to a little after its answer.
+async fn restore_and_kill(
+    data: &Path,
+    root: &Path,
+    id: u64,
+    full_call: &mut Option<Duration>,
+    round: u32,
+) {
+    use super::crash::{call, jitter};
+    let (mut child, mut stdin, mut stdout) = raw_server(data, root).await;
+    // The baseline is built before the restore is sent, so that the kill lands in it.
+    call(&mut stdin, &mut stdout, 2, "checkpoints", json!({})).await;
+    let request = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "restore", "arguments": {"checkpoint": id}}});
+    let started = std::time::Instant::now();
+    send(&mut stdin, &request).await;
+    match *full_call {
+        // Round 0 lets the restore finish, to learn how long one takes.
+        None => {
+            while let Some(line) = stdout.next_line().await.unwrap() {
+                let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+                if message["id"] == 3 {
+                    let (text, error) = answer_text(&message);
+                    assert!(!error, "{text}");
+                    break;
+                }
+            }
+            *full_call = Some(started.elapsed());
+        }
+        Some(duration) => tokio::time::sleep(duration.mul_f64(1.2 * jitter(round))).await,
+    }
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+}
+
+// See: issue 36 ("a kill -9 during a restore leaves every file whole (the intent log)").
+#[tokio::test]
+async fn a_restore_killed_at_any_moment_is_all_or_nothing_and_can_be_done_again() {
+    use super::crash::call;
+    let root_dir = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(root_dir.path()).unwrap();
+    let command = many_changes(&root);
     let before = tree(&root);
     let (mut child, mut stdin, mut stdout) = raw_server(data.path(), &root).await;
     let (text, error) = answer_text(
@@ -448,30 +490,7 @@ async fn a_restore_killed_at_any_moment_is_all_or_nothing_and_can_be_done_again(
             after,
             "round {round} starts from the after state"
         );
-        let (mut child, mut stdin, mut stdout) = raw_server(data.path(), &root).await;
-        // The baseline is built before the restore is sent, so that the kill lands in it.
-        call(&mut stdin, &mut stdout, 2, "checkpoints", json!({})).await;
-        let request = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-            "params": {"name": "restore", "arguments": {"checkpoint": id}}});
-        let started = std::time::Instant::now();
-        send(&mut stdin, &request).await;
-        match full_call {
-            // Round 0 lets the restore finish, to learn how long one takes.
-            None => {
-                while let Some(line) = stdout.next_line().await.unwrap() {
-                    let message: serde_json::Value = serde_json::from_str(&line).unwrap();
-                    if message["id"] == 3 {
-                        let (text, error) = answer_text(&message);
-                        assert!(!error, "{text}");
-                        break;
-                    }
-                }
-                full_call = Some(started.elapsed());
-            }
-            Some(duration) => tokio::time::sleep(duration.mul_f64(1.2 * jitter(round))).await,
-        }
-        child.start_kill().unwrap();
-        child.wait().await.unwrap();
+        restore_and_kill(data.path(), &root, id, &mut full_call, round).await;
         let killed = tree(&root);
         let clean = |t: &BTreeMap<_, _>| {
             let mut t: BTreeMap<String, _> = t.clone();
@@ -561,4 +580,20 @@ fn mixed(
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[tokio::test]
+async fn a_call_whose_content_does_not_fit_the_store_says_so() {
+    let config = "[checkpoints]\nenabled = true\nmax_store_mb = 1\n";
+    let (gimlet, _config) = Gimlet::start_with_config(TestClient::default(), config, &[]).await;
+    gimlet.write("small.txt", "small\n");
+    let text = bash(&gimlet, "echo changed > small.txt").await;
+    assert!(!text.contains("store is full"), "{text}");
+    // 2 MB: under the file limit (16 MiB), over the whole store's.
+    let text = bash(&gimlet, "head -c 2000000 /dev/urandom > big.bin").await;
+    assert!(
+        text.contains("the checkpoint store is full") && text.contains("`big.bin`"),
+        "{text}"
+    );
+    gimlet.stop().await;
 }
