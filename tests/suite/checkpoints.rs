@@ -597,3 +597,63 @@ async fn a_call_whose_content_does_not_fit_the_store_says_so() {
     );
     gimlet.stop().await;
 }
+
+/// A regression test: the scan after a call runs when the client cancels it or it times out
+/// (the call finishes on its worker thread either way), so its changes are its own.
+#[tokio::test]
+async fn a_cancelled_calls_changes_are_its_own() {
+    let (gimlet, _config) = start().await;
+    gimlet.write("keep.txt", "k\n");
+    bash(&gimlet, "true").await;
+    let written = gimlet.root().join("written.txt");
+    // The client gives up on the call (notifications/cancelled) after it wrote its file.
+    let call = gimlet.call(
+        "bash",
+        json!({"command": "echo by the call > written.txt; sleep 30"}),
+    );
+    let (timed_out, wrote) = tokio::join!(
+        tokio::time::timeout(Duration::from_secs(2), call),
+        eventually(Duration::from_millis(1800), || written.exists()),
+    );
+    assert!(timed_out.is_err() && wrote, "the command never wrote");
+    // A call that runs out of time, too.
+    let text = err_text(
+        &gimlet
+            .call(
+                "bash",
+                json!({"command": "echo late > timed.txt; sleep 30", "timeout_ms": 1000}),
+            )
+            .await,
+    );
+    assert!(
+        text.contains("timed out") || text.contains("timeout"),
+        "{text}"
+    );
+    // Each is listed with its change; neither change is outside (the user's).
+    let listing = ok_text(&gimlet.call("checkpoints", json!({})).await);
+    for (label, change) in [
+        ("bash: echo by the call", "A written.txt"),
+        ("bash: echo late", "A timed.txt"),
+    ] {
+        let own = listing
+            .split(label)
+            .nth(1)
+            .unwrap_or_else(|| panic!("no checkpoint `{label}` in\n{listing}"));
+        let own = own.split("\n  #").next().unwrap();
+        assert!(own.contains(change), "{listing}");
+    }
+    for outside in listing.split("outside (not the agent's").skip(1) {
+        let outside = outside.split("\n  #").next().unwrap();
+        assert!(
+            !outside.contains("written.txt") && !outside.contains("timed.txt"),
+            "{listing}"
+        );
+    }
+    // Undo reverts each as a call's.
+    let text = ok_text(&gimlet.call("undo", json!({})).await);
+    assert!(text.contains("`timed.txt` removed"), "{text}");
+    let text = ok_text(&gimlet.call("undo", json!({})).await);
+    assert!(text.contains("`written.txt` removed"), "{text}");
+    assert!(!written.exists());
+    gimlet.stop().await;
+}
