@@ -283,8 +283,10 @@ impl RootCheckpoints {
                 "the checkpoint store was full: the oldest checkpoints were dropped"
             );
             inner.index.checkpoints.retain(|c| !dropped.contains(&c.id));
-            if let Err(err) = inner.store.save_index(&inner.index) {
-                tracing::warn!(%err, "the list of checkpoints could not be saved");
+            match inner.store.save_index(&inner.index) {
+                Ok(()) => inner.store.remove_dropped(),
+                // Their content stays on disk until a list without them is saved.
+                Err(err) => tracing::warn!(%err, "the list of checkpoints could not be saved"),
             }
         }
         delta

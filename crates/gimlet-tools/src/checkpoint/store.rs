@@ -177,6 +177,10 @@ pub(crate) struct Store {
     total: u64,
     /// While a scan runs: what may go to make room.
     room: Option<Room>,
+    /// Blobs of checkpoints dropped to make room, deleted once the list without them is
+    /// saved ([`Self::remove_dropped`]): a crash before leaves no checkpoint without its
+    /// content.
+    doomed: Vec<String>,
 }
 
 /// What a full store may drop during one scan, oldest first.
@@ -257,6 +261,7 @@ impl Store {
             sizes,
             total,
             room: None,
+            doomed: Vec::new(),
         };
         let mut damage = Vec::new();
         let path = dir.join("index.json");
@@ -387,22 +392,25 @@ impl Store {
             let Some((checkpoint, blobs)) = room.plan.pop_front() else {
                 return false;
             };
-            for id in blobs.iter().filter(|id| !room.kept.contains(*id)) {
-                let path = self
-                    .dir
-                    .join("blobs")
-                    .join(id.get(..2).unwrap_or("__"))
-                    .join(id);
-                let _ = fs::remove_file(&path);
-                if !path.exists()
-                    && let Some(size) = self.sizes.remove(id)
-                {
+            for id in blobs.into_iter().filter(|id| !room.kept.contains(id)) {
+                if let Some(size) = self.sizes.remove(&id) {
                     self.total -= size;
+                    self.doomed.push(id);
                 }
             }
             room.dropped.push(checkpoint);
         }
         true
+    }
+
+    /// Deletes the blobs of the checkpoints dropped to make room (call once the list without
+    /// them is saved); content kept again since stays.
+    pub(crate) fn remove_dropped(&mut self) {
+        for id in std::mem::take(&mut self.doomed) {
+            if !self.sizes.contains_key(&id) {
+                let _ = fs::remove_file(self.blob_path(&id));
+            }
+        }
     }
 
     /// The content of `id`, checked against its id.
