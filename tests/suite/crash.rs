@@ -17,7 +17,7 @@ fn content(letter: char) -> String {
     line.repeat(100_000) // 8 MB
 }
 
-async fn send(stdin: &mut tokio::process::ChildStdin, message: &Value) {
+pub(super) async fn send(stdin: &mut tokio::process::ChildStdin, message: &Value) {
     // The server may already be dead: a broken pipe is part of the test.
     let _ = stdin.write_all(format!("{message}\n").as_bytes()).await;
     let _ = stdin.flush().await;
@@ -111,7 +111,7 @@ fn temporaries(dir: &std::path::Path) -> Vec<String> {
 }
 
 /// A pseudo-random fraction in [0, 1) for round `round`, different on each run.
-fn jitter(round: u32) -> f64 {
+pub(super) fn jitter(round: u32) -> f64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -142,7 +142,7 @@ async fn raw_server(
 }
 
 /// Sends a tool call and waits for its answer.
-async fn call(
+pub(super) async fn call(
     stdin: &mut tokio::process::ChildStdin,
     stdout: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
     id: u64,

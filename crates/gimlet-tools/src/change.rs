@@ -282,7 +282,17 @@ pub(crate) fn commit_files(
     ctx: &ToolContext,
     files: &[NewFile<'_>],
 ) -> Result<Vec<Option<ContentHash>>, ToolError> {
-    let steps: Vec<Step<'_>> = files
+    commit_files_and(ctx, files, &[])
+}
+
+/// [`commit_files`] with `more` steps in the same all-or-nothing change, after the files (the
+/// symbolic links `restore` puts back, and the files it puts where links are).
+pub(crate) fn commit_files_and(
+    ctx: &ToolContext,
+    files: &[NewFile<'_>],
+    more: &[Step<'_>],
+) -> Result<Vec<Option<ContentHash>>, ToolError> {
+    let mut steps: Vec<Step<'_>> = files
         .iter()
         .map(|(loaded, new, keep)| match new {
             Some(bytes) => Step::Write {
@@ -297,10 +307,11 @@ pub(crate) fn commit_files(
             },
         })
         .collect();
+    steps.extend_from_slice(more);
     let metas =
         commit_all(&steps, Some(&pending_dir(ctx))).map_err(|CommitError { error, .. }| {
             match ToolError::from(error) {
-                ToolError::Failed(message) if files.len() > 1 => {
+                ToolError::Failed(message) if steps.len() > 1 => {
                     ToolError::Failed(format!("{message}. Nothing was changed"))
                 }
                 other => other,
@@ -330,6 +341,13 @@ pub(crate) fn commit_files(
                 hashes.push(None);
             }
         }
+    }
+    for step in more {
+        let (Step::Write { resolved, .. }
+        | Step::Remove { resolved, .. }
+        | Step::Link { resolved, .. }) = step;
+        ctx.record_change(&resolved.path, None);
+        ctx.session().files().forget(&resolved.path);
     }
     Ok(hashes)
 }

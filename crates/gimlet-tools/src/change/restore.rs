@@ -1,8 +1,9 @@
 //! Putting paths back to a checkpoint's state, for `restore` and `undo`: only the paths
 //! given, each only if it still holds what the checkpoint left (unless told to overwrite),
-//! files through the atomic multi-file commit and its intent log ([`commit_files`]), all or
-//! nothing. Symbolic links are put back by a rename of a new link over the path (not covered by
-//! the intent log). A file is removed only where the checkpoint saw it created.
+//! through the atomic multi-file commit and its intent log ([`commit_files_and`]), all or
+//! nothing, across a crash too: files, and symbolic links (put back, replaced or removed) in
+//! the same change. A file is removed only where the checkpoint saw it created. Links are not
+//! put back on Windows (refused before anything changes).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -10,10 +11,13 @@ use std::path::Path;
 use crate::checkpoint::{RootCheckpoints, State};
 use crate::context::ToolContext;
 use crate::error::ToolError;
-use crate::fs::{Ownership, create_parents};
+use crate::fs::{ContentHash, Expected, FileId, Ownership, ResolvedPath, Step, create_parents};
 use crate::text::{DiffStats, Document, render_diff};
 
-use super::{Loaded, NewFile, commit_files, load};
+use super::{Loaded, NewFile, commit_files_and, load};
+
+/// Whether symbolic links can be put back here.
+const LINKS_PUT_BACK: bool = cfg!(unix);
 
 /// One path to put back.
 #[derive(Debug, Clone)]
@@ -81,12 +85,27 @@ pub(crate) fn put_back(
             files.push((i, loaded));
         }
     }
-    for &i in &links {
-        let path = root.root().join(&targets[i].rel);
-        if let Some(parent) = path.parent() {
-            ctx.resolve_allowed(&parent.display().to_string())?;
-        }
-    }
+    let entries = link_entries(ctx, root, targets, &now, &links)?;
+    let more: Vec<Step<'_>> = entries
+        .iter()
+        .map(|(i, resolved, expected)| match &targets[*i].want {
+            State::Symlink { target } => Step::Link {
+                resolved,
+                target: Path::new(target),
+                expected: *expected,
+            },
+            State::File { mode, .. } => Step::Write {
+                resolved,
+                bytes: wanted[*i].as_deref().unwrap_or_default(),
+                keep: Some(ownership(*mode, None)),
+                expected: *expected,
+            },
+            State::Absent => Step::Remove {
+                resolved,
+                expected: *expected,
+            },
+        })
+        .collect();
     let new: Vec<NewFile<'_>> = files
         .iter()
         .map(|(i, loaded)| {
@@ -97,21 +116,8 @@ pub(crate) fn put_back(
             (loaded, wanted[*i].as_deref(), keep)
         })
         .collect();
-    if !new.is_empty() {
-        commit_files(ctx, &new)?;
-    }
-    for &i in &links {
-        put_link(
-            &root.root().join(&targets[i].rel),
-            &targets[i].want,
-            wanted[i].as_deref(),
-        )
-        .map_err(|err| {
-            ToolError::failed(format!(
-                "`{}` could not be put back: {err}; the files before it in the list were",
-                targets[i].rel
-            ))
-        })?;
+    if !new.is_empty() || !more.is_empty() {
+        commit_files_and(ctx, &new, &more)?;
     }
     let mut done = Vec::with_capacity(targets.len());
     for (target, state) in targets.iter().zip(&now) {
@@ -199,33 +205,70 @@ fn ownership(mode: u32, now: Option<Ownership>) -> Ownership {
     }
 }
 
-/// Puts a symlink (or a file where a symlink is) at `path`, by a rename over it.
-#[cfg(unix)]
-fn put_link(path: &Path, want: &State, bytes: Option<&[u8]>) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let parent = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent)?;
-    let tmp = parent.join(format!(".gimlet-restore-{}", crate::util::random_hex()?));
-    match want {
-        State::Absent => return std::fs::remove_file(path),
-        State::Symlink { target } => std::os::unix::fs::symlink(target, &tmp)?,
-        State::File { mode, .. } => {
-            std::fs::write(&tmp, bytes.unwrap_or_default())?;
-            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(*mode))?;
-        }
+/// The path of each of `links` (targets that are or become symbolic links) as itself (a link
+/// there is not followed), its missing parents made, with what the change must find there.
+fn link_entries(
+    ctx: &ToolContext,
+    root: &RootCheckpoints,
+    targets: &[Target],
+    now: &[State],
+    links: &[usize],
+) -> Result<Vec<(usize, ResolvedPath, Expected)>, ToolError> {
+    if !links.is_empty() && !LINKS_PUT_BACK {
+        return Err(ToolError::failed(format!(
+            "{} involve symbolic links, which are not put back on this system; nothing was restored",
+            links
+                .iter()
+                .map(|&i| format!("`{}`", targets[i].rel))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
     }
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    let mut entries = Vec::with_capacity(links.len());
+    for &i in links {
+        let path = root.root().join(&targets[i].rel);
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(ToolError::failed(format!(
+                "`{}` is not a file's path; nothing was restored",
+                targets[i].rel
+            )));
+        };
+        let resolved = ctx
+            .resolve_allowed(&parent.display().to_string())?
+            .entry(name);
+        if !matches!(targets[i].want, State::Absent) {
+            create_parents(&resolved)?;
+        }
+        let expected = expected_now(&resolved, &now[i], &targets[i].rel)?;
+        entries.push((i, resolved, expected));
+    }
+    Ok(entries)
 }
 
-/// Symbolic links are not put back on Windows.
-#[cfg(windows)]
-fn put_link(_path: &Path, _want: &State, _bytes: Option<&[u8]>) -> std::io::Result<()> {
-    Err(std::io::Error::new(
-        std::io::ErrorKind::Unsupported,
-        "symbolic links are not restored on Windows",
-    ))
+/// What the change must find at `resolved` when it goes in: what the check found there (`now`),
+/// as the file system names it. A link that points elsewhere by now refuses the restore.
+fn expected_now(resolved: &ResolvedPath, now: &State, rel: &str) -> Result<Expected, ToolError> {
+    let changed = || {
+        ToolError::Stale(format!(
+            "`{rel}` changed while it was being restored; nothing was restored. Try again"
+        ))
+    };
+    match now {
+        State::Absent => Ok(Expected::Absent),
+        State::File { .. } => Ok(load(resolved.clone())?.expected()),
+        State::Symlink { target } => {
+            let io = |err| ToolError::io(format!("reading the link {rel}"), err);
+            let meta = std::fs::symlink_metadata(&resolved.path).map_err(io)?;
+            let points = std::fs::read_link(&resolved.path).map_err(io)?;
+            if !meta.file_type().is_symlink() || points.to_string_lossy() != target.as_str() {
+                return Err(changed());
+            }
+            Ok(Expected::Link {
+                id: FileId::of(&meta),
+                target: ContentHash::of(points.as_os_str().as_encoded_bytes()),
+            })
+        }
+    }
 }
 
 /// Removes the folders a removal left empty, up to the root.

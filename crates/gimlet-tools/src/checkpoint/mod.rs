@@ -189,6 +189,9 @@ pub(crate) struct Recorded {
     pub(crate) ignored: Vec<String>,
     /// Changed files too large to keep.
     pub(crate) unkept: Vec<String>,
+    /// Changed files whose content did not fit in the store, even with every older
+    /// checkpoint dropped.
+    pub(crate) full: Vec<String>,
 }
 
 impl RootCheckpoints {
@@ -236,7 +239,7 @@ impl RootCheckpoints {
             cache,
             damage,
         };
-        let delta = scan::scan(&self.root, &mut inner.cache, &mut inner.store, self.limits);
+        let delta = self.scan(&mut inner);
         if had_cache && !delta.changes.is_empty() {
             let outside = NewCheckpoint {
                 kind: Kind::Outside,
@@ -257,7 +260,7 @@ impl RootCheckpoints {
     /// did. Blocking.
     pub(crate) fn scan_and_record(&self, new: NewCheckpoint) -> Result<Recorded, String> {
         self.with(|inner| {
-            let delta = scan::scan(&self.root, &mut inner.cache, &mut inner.store, self.limits);
+            let delta = self.scan(inner);
             if delta.changes.is_empty() && delta.ignored.is_empty() {
                 if delta.touched {
                     self.save(inner, false);
@@ -268,18 +271,45 @@ impl RootCheckpoints {
         })
     }
 
+    /// Scans the root against the stat cache; a full store drops its oldest checkpoints to
+    /// keep what the scan finds.
+    fn scan(&self, inner: &mut Inner) -> scan::Delta {
+        inner.store.begin_room(&inner.index, &inner.cache.ids());
+        let delta = scan::scan(&self.root, &mut inner.cache, &mut inner.store, self.limits);
+        let dropped = inner.store.end_room();
+        if !dropped.is_empty() {
+            tracing::info!(
+                count = dropped.len(),
+                "the checkpoint store was full: the oldest checkpoints were dropped"
+            );
+            inner.index.checkpoints.retain(|c| !dropped.contains(&c.id));
+            match inner.store.save_index(&inner.index) {
+                Ok(()) => inner.store.remove_dropped(),
+                // Their content stays on disk until a list without them is saved.
+                Err(err) => tracing::warn!(%err, "the list of checkpoints could not be saved"),
+            }
+        }
+        delta
+    }
+
     fn push(&self, inner: &mut Inner, new: NewCheckpoint, delta: scan::Delta) -> Recorded {
         let id = inner.index.next_id;
         inner.index.next_id += 1;
-        let unkept = delta
-            .changes
-            .iter()
-            .filter(|c| !c.before.restorable() || !c.after.restorable())
-            .map(|c| c.path.clone())
-            .collect();
+        let (mut unkept, mut full) = (Vec::new(), Vec::new());
+        for change in &delta.changes {
+            let states = [&change.before, &change.after];
+            if states.iter().any(|s| !s.restorable()) {
+                // A file over the size limit is known by its stat (`big-`), not its content.
+                let big = states.iter().any(
+                    |s| matches!(s, State::File { id, kept: false, .. } if id.starts_with("big-")),
+                );
+                if big { &mut unkept } else { &mut full }.push(change.path.clone());
+            }
+        }
         let recorded = Recorded {
             ignored: delta.ignored.clone(),
             unkept,
+            full,
         };
         inner.index.checkpoints.push(Checkpoint {
             id,
@@ -474,5 +504,72 @@ mod tests {
         assert!(list.len() <= 10, "{}", list.len());
         assert!(cps.stored_bytes().unwrap() <= 1024 * 1024);
         assert_eq!(list.last().unwrap().id, 40);
+    }
+
+    /// Bytes of the files under every `blobs` folder below `dir`, as on disk.
+    fn blob_bytes(dir: &Path) -> u64 {
+        let mut total = 0;
+        let mut stack = vec![dir.to_owned()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let entry = entry.unwrap();
+                if entry.file_type().unwrap().is_dir() {
+                    stack.push(entry.path());
+                } else if entry.path().ancestors().any(|a| a.ends_with("blobs")) {
+                    total += entry.metadata().unwrap().len();
+                }
+            }
+        }
+        total
+    }
+
+    #[test]
+    fn a_full_store_drops_the_oldest_checkpoints_and_keeps_the_newest_restorable() {
+        let root = tempfile::tempdir().unwrap();
+        let data = tempfile::tempdir().unwrap();
+        let root_path = crate::util::canonical(root.path()).unwrap();
+        let config = CheckpointsConfig {
+            max_store_mb: 1,
+            ..CheckpointsConfig::on()
+        };
+        let cps = Checkpoints::new(data.path().to_owned(), config)
+            .for_root(&root_path)
+            .unwrap();
+        assert!(cps.list().unwrap().0.is_empty());
+        let mut files: [Option<Vec<u8>>; 3] = [None, None, None];
+        for i in 0..30u32 {
+            // 200 KiB of fresh content each time in one of three files: 6 MB in all against
+            // 1 MiB; the current files and the newest checkpoint's content fit.
+            let bytes: Vec<u8> = (0..200 * 1024u32)
+                .map(|j| u8::try_from((i * 31 + j * 7 + j / 251) % 256).unwrap())
+                .collect();
+            let slot = usize::try_from(i % 3).unwrap();
+            std::fs::write(root_path.join(format!("f{slot}")), &bytes).unwrap();
+            let recorded = cps.scan_and_record(call("write")).unwrap();
+            assert!(recorded.full.is_empty(), "round {i}: {:?}", recorded.full);
+            let (list, _) = cps.list().unwrap();
+            let newest = list.last().unwrap();
+            assert_eq!(newest.id, u64::from(i) + 1);
+            // The newest checkpoint is restorable both ways, byte for byte.
+            let change = &newest.changes[0];
+            let after = change.after.kept_id().unwrap();
+            assert_eq!(cps.content(after).unwrap(), bytes, "round {i}");
+            match &files[slot] {
+                Some(previous) => {
+                    let before = change
+                        .before
+                        .kept_id()
+                        .unwrap_or_else(|| panic!("round {i}: the content before was not kept"));
+                    assert_eq!(&cps.content(before).unwrap(), previous, "round {i}");
+                }
+                None => assert_eq!(change.before, State::Absent),
+            }
+            files[slot] = Some(bytes);
+            let on_disk = blob_bytes(data.path());
+            assert!(on_disk <= 1024 * 1024, "round {i}: {on_disk} bytes");
+        }
+        // The oldest went to make room.
+        let (list, _) = cps.list().unwrap();
+        assert!(list.len() < 30 && list[0].id > 1, "{}", list.len());
     }
 }

@@ -3,8 +3,12 @@
 //! written to a temporary name first, then renamed into place, so a crash leaves the old file
 //! or the new one. A blob is checked against its name whenever it is read: a damaged blob is
 //! reported and never written back to the user's files.
+//!
+//! A full store makes room for new content by dropping the oldest checkpoints (and the blobs
+//! only they refer to), never the content the current files have, nor content kept during the
+//! same scan: see [`Store::begin_room`].
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::fs;
 use std::io::{self, Write as _};
 #[cfg(unix)]
@@ -171,6 +175,24 @@ pub(crate) struct Store {
     /// Content id -> size, for every blob on disk.
     sizes: HashMap<String, u64>,
     total: u64,
+    /// While a scan runs: what may go to make room.
+    room: Option<Room>,
+    /// Blobs of checkpoints dropped to make room, deleted once the list without them is
+    /// saved ([`Self::remove_dropped`]): a crash before leaves no checkpoint without its
+    /// content.
+    doomed: Vec<String>,
+}
+
+/// What a full store may drop during one scan, oldest first.
+#[derive(Debug, Default)]
+struct Room {
+    /// Each checkpoint, oldest first, with the blobs that go with it (no newer checkpoint and
+    /// no current file refers to them).
+    plan: VecDeque<(u64, Vec<String>)>,
+    /// Content kept or seen during the scan: it stays.
+    kept: HashSet<String>,
+    /// The checkpoints dropped so far.
+    dropped: Vec<u64>,
 }
 
 /// Creates `dir` (and its parents) private to the user.
@@ -238,6 +260,8 @@ impl Store {
             dir: dir.to_owned(),
             sizes,
             total,
+            room: None,
+            doomed: Vec::new(),
         };
         let mut damage = Vec::new();
         let path = dir.join("index.json");
@@ -294,14 +318,18 @@ impl Store {
         self.sizes.contains_key(id)
     }
 
-    /// Keeps `bytes` under `id` (their content id), unless already kept. `Ok(false)`: not kept,
-    /// since it would take the store past `limit` bytes.
+    /// Keeps `bytes` under `id` (their content id), unless already kept. Past `limit` bytes,
+    /// drops the oldest checkpoints the scan may drop ([`Self::begin_room`]) until it fits.
+    /// `Ok(false)`: not kept, since it would not fit even then.
     pub(crate) fn put(&mut self, id: &str, bytes: &[u8], limit: u64) -> io::Result<bool> {
+        if let Some(room) = &mut self.room {
+            room.kept.insert(id.to_owned());
+        }
         if self.has(id) {
             return Ok(true);
         }
         let size = bytes.len() as u64;
-        if self.total + size > limit {
+        if self.total + size > limit && !self.make_room(size, limit) {
             return Ok(false);
         }
         let path = self.blob_path(id);
@@ -312,6 +340,77 @@ impl Store {
         self.sizes.insert(id.to_owned(), size);
         self.total += size;
         Ok(true)
+    }
+
+    /// Lets the puts of the scan that starts drop the oldest checkpoints of `index` when the
+    /// store is full; `current` (the content the files have now) stays. [`Self::end_room`]
+    /// tells which went.
+    pub(crate) fn begin_room(&mut self, index: &Index, current: &BTreeSet<&str>) {
+        let mut later: HashSet<&str> = current.iter().copied().collect();
+        let mut plan = VecDeque::with_capacity(index.checkpoints.len());
+        for checkpoint in index.checkpoints.iter().rev() {
+            let only: Vec<String> = checkpoint
+                .ids()
+                .filter(|id| later.insert(id))
+                .map(str::to_owned)
+                .collect();
+            plan.push_front((checkpoint.id, only));
+        }
+        self.room = Some(Room {
+            plan,
+            ..Room::default()
+        });
+    }
+
+    /// Ends what [`Self::begin_room`] began; returns the checkpoints dropped to make room
+    /// (their blobs are gone: drop them from the list).
+    pub(crate) fn end_room(&mut self) -> Vec<u64> {
+        self.room
+            .take()
+            .map(|room| room.dropped)
+            .unwrap_or_default()
+    }
+
+    /// Drops the oldest checkpoints until `size` more bytes fit in `limit`; nothing when they
+    /// would not fit even with every droppable one gone.
+    fn make_room(&mut self, size: u64, limit: u64) -> bool {
+        let Some(room) = &mut self.room else {
+            return false;
+        };
+        let freed = |blobs: &[String]| -> u64 {
+            blobs
+                .iter()
+                .filter(|id| !room.kept.contains(*id))
+                .filter_map(|id| self.sizes.get(id))
+                .sum()
+        };
+        let droppable: u64 = room.plan.iter().map(|(_, blobs)| freed(blobs)).sum();
+        if (self.total + size).saturating_sub(droppable) > limit {
+            return false;
+        }
+        while self.total + size > limit {
+            let Some((checkpoint, blobs)) = room.plan.pop_front() else {
+                return false;
+            };
+            for id in blobs.into_iter().filter(|id| !room.kept.contains(id)) {
+                if let Some(size) = self.sizes.remove(&id) {
+                    self.total -= size;
+                    self.doomed.push(id);
+                }
+            }
+            room.dropped.push(checkpoint);
+        }
+        true
+    }
+
+    /// Deletes the blobs of the checkpoints dropped to make room (call once the list without
+    /// them is saved); content kept again since stays.
+    pub(crate) fn remove_dropped(&mut self) {
+        for id in std::mem::take(&mut self.doomed) {
+            if !self.sizes.contains_key(&id) {
+                let _ = fs::remove_file(self.blob_path(&id));
+            }
+        }
     }
 
     /// The content of `id`, checked against its id.
@@ -349,7 +448,8 @@ impl Store {
         }
         loop {
             self.collect(index, current);
-            if self.total <= max_bytes || index.checkpoints.is_empty() {
+            // The newest stays, restorable (its content was kept as it fit).
+            if self.total <= max_bytes || index.checkpoints.len() <= 1 {
                 break;
             }
             index.checkpoints.remove(0);

@@ -418,6 +418,11 @@ pub(super) fn matches(
     let (want_id, want_hash) = match expected {
         Expected::Anything => return Ok(true),
         Expected::Absent => return Ok(id_at(dir, name)?.is_none()),
+        Expected::Link { id, target } => {
+            return Ok(
+                id_at(dir, name)? == Some(*id) && link_target_hash(dir, name).ok() == Some(*target)
+            );
+        }
         Expected::File { id, hash } => (id, hash),
     };
     let Some(now) = id_at(dir, name)? else {
@@ -439,6 +444,12 @@ pub(super) fn matches(
         Some(was) => holds(file, was),
         None => Ok(hash_file(file)? == *want_hash),
     }
+}
+
+/// The hash of where the symbolic link `name` in `dir` points.
+pub(super) fn link_target_hash(dir: &OwnedFd, name: &OsStr) -> std::io::Result<ContentHash> {
+    let target = rustix::fs::readlinkat(dir, name, Vec::new())?;
+    Ok(ContentHash::of(target.as_bytes()))
 }
 
 /// Whether an open file holds exactly `content`, read from its start.
@@ -550,7 +561,8 @@ fn check_early(
 ) -> Result<(), WriteError> {
     let changed = match (existing, expected) {
         (_, Expected::Anything) | (None, Expected::Absent) => false,
-        (Some(_), Expected::Absent) | (None, Expected::File { .. }) => true,
+        (Some(_), Expected::Absent | Expected::Link { .. })
+        | (None, Expected::File { .. } | Expected::Link { .. }) => true,
         (Some(stat), Expected::File { id, .. }) => {
             u64::try_from(stat.st_size).ok() != Some(id.size)
         }

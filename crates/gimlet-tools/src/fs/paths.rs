@@ -673,6 +673,31 @@ impl ResolvedPath {
         }
     }
 
+    /// The entry `name` in this folder, as itself: a symbolic link there is not followed (for
+    /// changes that put back or replace a link).
+    #[must_use]
+    pub fn entry(&self, name: &std::ffi::OsStr) -> ResolvedPath {
+        let path = self.path.join(name);
+        let location = match &self.location {
+            Location::Inside {
+                root,
+                relative,
+                is_first,
+            } => Location::Inside {
+                root: Arc::clone(root),
+                relative: relative.join(name),
+                is_first: *is_first,
+            },
+            Location::Outside => Location::Outside,
+        };
+        ResolvedPath {
+            input: path.display().to_string(),
+            exists: std::fs::symlink_metadata(&path).is_ok(),
+            path,
+            location,
+        }
+    }
+
     /// The path as shown to the model: relative to the first root, absolute elsewhere (a
     /// relative path would not name the same file when given back).
     pub fn display(&self) -> String {

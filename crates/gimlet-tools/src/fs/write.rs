@@ -111,6 +111,14 @@ pub enum Expected {
         /// Its content hash.
         hash: ContentHash,
     },
+    /// This symbolic link, pointing where it did (multi-file changes only: `restore` puts
+    /// links back; the single-file writes never replace a link).
+    Link {
+        /// Which link, as it was.
+        id: FileId,
+        /// The hash of its target, as [`std::fs::read_link`] gives it.
+        target: ContentHash,
+    },
     /// Whatever is there (undo's restores and rollbacks, which check by themselves).
     Anything,
 }

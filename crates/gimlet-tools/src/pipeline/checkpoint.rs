@@ -161,6 +161,15 @@ impl Begun {
                                     quoted(&recorded.unkept)
                                 );
                             }
+                            if !recorded.full.is_empty() {
+                                let _ = write!(
+                                    notes,
+                                    "\n[the checkpoint store is full (over [checkpoints] \
+                                     max_store_mb even with every older checkpoint dropped): \
+                                     the content of {} was not kept; they cannot be restored]",
+                                    quoted(&recorded.full)
+                                );
+                            }
                         }
                         Err(err) => {
                             tracing::warn!(%err, "the scan after a call failed");

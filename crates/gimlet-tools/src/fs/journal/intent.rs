@@ -8,6 +8,11 @@
 //! file is in; if one fails (or changed meanwhile), the ones already in are swapped back. When
 //! all are in, the old files go and the intent is removed.
 //!
+//! A step may also put a symbolic link at a path ([`Step::Link`], for `restore`), or replace or
+//! remove a link ([`Expected::Link`]). A new link is made under its `.txn` name only when its
+//! turn comes (a link cannot wait unnamed as a new file does), and goes in the same way; the
+//! intent knows it by its target, not its inode.
+//!
 //! A server killed in the middle leaves the intent, unlocked. [`recover_pending`], run at the
 //! next start, rolls such a change back from the names the intent lists: files already swapped
 //! in are swapped back out (unless changed since), temporaries are removed. If every file had
@@ -26,8 +31,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::fs::atomic_write::{
     Expected, FileId, Ownership, TempFile, WriteError, exchange, hash_file, hold_old, id_at,
-    is_exist, keep_late_appends, matches, open_parent_dir, rename_noreplace, swap_back, sweep_once,
-    temp_name, unlink_if,
+    is_exist, keep_late_appends, link_target_hash, matches, open_parent_dir, rename_noreplace,
+    swap_back, sweep_once, temp_name, unlink_if,
 };
 use crate::fs::file_state::ContentHash;
 use crate::fs::paths::{PathError, ResolvedPath};
@@ -53,12 +58,24 @@ pub enum Step<'a> {
         /// What must be there when it goes.
         expected: Expected,
     },
+    /// Put a symbolic link to `target` at the path (creating it or replacing what is there).
+    /// `resolved` must name the path itself, not where a link there points.
+    Link {
+        /// The target.
+        resolved: &'a ResolvedPath,
+        /// Where the link points.
+        target: &'a Path,
+        /// What must be there when it goes in.
+        expected: Expected,
+    },
 }
 
 impl Step<'_> {
     fn resolved(&self) -> &ResolvedPath {
         match self {
-            Self::Write { resolved, .. } | Self::Remove { resolved, .. } => resolved,
+            Self::Write { resolved, .. }
+            | Self::Remove { resolved, .. }
+            | Self::Link { resolved, .. } => resolved,
         }
     }
 }
@@ -90,6 +107,10 @@ struct Staged {
     /// Where the file that was there goes instead where names cannot be swapped.
     old_fallback: Option<OsString>,
     new_hash: Option<ContentHash>,
+    /// Where the new symbolic link points, for links.
+    link_target: Option<PathBuf>,
+    /// The new link's inode, once made.
+    link_ino: Option<u64>,
     /// The file that was there, held (and share-locked) while it waits.
     old: Option<File>,
     old_ino: Option<u64>,
@@ -112,6 +133,9 @@ struct IntentOp {
     new_ino: Option<u64>,
     new_hash: Option<String>,
     old_ino: Option<u64>,
+    /// The new entry is a symbolic link, `new_hash` the hash of its target.
+    #[serde(default)]
+    new_link: bool,
 }
 
 fn unhex(text: &str) -> Option<OsString> {
@@ -221,12 +245,14 @@ fn stage(step: &Step<'_>) -> Result<Staged, WriteError> {
         .to_path_buf();
     let now = id_at(&dir, &name).map_err(io)?;
     let expected = match step {
-        Step::Write { expected, .. } | Step::Remove { expected, .. } => *expected,
+        Step::Write { expected, .. }
+        | Step::Remove { expected, .. }
+        | Step::Link { expected, .. } => *expected,
     };
     let changed = match (&now, &expected) {
         (_, Expected::Anything) | (None, Expected::Absent) => false,
-        (Some(_), Expected::Absent) | (None, Expected::File { .. }) => true,
-        (Some(now), Expected::File { id, .. }) => now != id,
+        (Some(_), Expected::Absent) | (None, Expected::File { .. } | Expected::Link { .. }) => true,
+        (Some(now), Expected::File { id, .. } | Expected::Link { id, .. }) => now != id,
     };
     if changed {
         return Err(WriteError::Changed { path: display });
@@ -243,16 +269,24 @@ fn stage(step: &Step<'_>) -> Result<Staged, WriteError> {
         old_aside: None,
         old_fallback: None,
         new_hash: None,
+        link_target: None,
+        link_ino: None,
         old: None,
         old_ino: now.map(|id| id.ino),
         done: false,
     };
+    let replaces_link = matches!(expected, Expected::Link { .. });
     match step {
         Step::Write { bytes, keep, .. } => {
-            if now.is_some() {
+            if now.is_some() && !replaces_link {
                 check_writable(&staged, resolved)?;
             }
-            let ownership = keep.or_else(|| existing_ownership(&staged));
+            // A link's own mode is no file's.
+            let ownership = keep.or_else(|| {
+                (!replaces_link)
+                    .then(|| existing_ownership(&staged))
+                    .flatten()
+            });
             let temp = TempFile::create(
                 &staged.dir,
                 &staged.name,
@@ -283,11 +317,32 @@ fn stage(step: &Step<'_>) -> Result<Staged, WriteError> {
                 }
                 .into());
             }
-            check_writable(&staged, resolved)?;
+            if !replaces_link {
+                check_writable(&staged, resolved)?;
+            }
             staged.old_aside = Some(temp_name(&staged.name, "txn"));
+        }
+        Step::Link { target, .. } => {
+            if now.is_some() && !replaces_link {
+                check_writable(&staged, resolved)?;
+            }
+            stage_link(&mut staged, target, now.is_some());
         }
     }
     Ok(staged)
+}
+
+/// Prepares a link step: its names and the hash of its target (the link is made in
+/// [`put_in`]). `replaces`: something is at the path.
+fn stage_link(staged: &mut Staged, target: &Path, replaces: bool) {
+    let aside = temp_name(&staged.name, "txn");
+    staged.link_target = Some(target.to_path_buf());
+    staged.new_hash = Some(ContentHash::of(target.as_os_str().as_bytes()));
+    staged.new_aside = Some(aside.clone());
+    if replaces {
+        staged.old_aside = Some(aside);
+        staged.old_fallback = Some(temp_name(&staged.name, "txn"));
+    }
 }
 
 /// Refuses what single writes refuse: a directory, a special file, a hard-linked file.
@@ -342,6 +397,7 @@ fn record(dir: &Path, staged: &[Staged]) -> std::io::Result<(PathBuf, File)> {
             new_ino: s.temp.as_ref().map(|t| t.id.ino),
             new_hash: s.new_hash.map(|h| h.to_string()),
             old_ino: s.old_ino,
+            new_link: s.link_target.is_some(),
         })
         .collect();
     let text = serde_json::to_vec(&Intent { ops })?;
@@ -388,6 +444,10 @@ fn put_in(s: &mut Staged) -> Result<(), WriteError> {
     {
         temp.link_as(&s.dir, &aside).map_err(io)?;
     }
+    if let (Some(target), Some(aside), None) = (&s.link_target, &s.new_aside, s.link_ino) {
+        rustix::fs::symlinkat(target, &s.dir, aside).map_err(|e| io(e.into()))?;
+        s.link_ino = id_at(&s.dir, aside).map_err(io)?.map(|id| id.ino);
+    }
     match (&s.new_aside, &s.old_aside) {
         // A new file.
         (Some(new), None) => match rename_noreplace(&s.dir, new, &s.name) {
@@ -403,8 +463,12 @@ fn put_in(s: &mut Staged) -> Result<(), WriteError> {
                 if matches(&s.dir, &new, &s.expected, s.old.as_mut(), None).map_err(io)? {
                     return Ok(());
                 }
-                if let Some(temp) = &s.temp {
-                    swap_back(&s.dir, &s.name, &new, temp);
+                match &s.temp {
+                    Some(temp) => swap_back(&s.dir, &s.name, &new, temp),
+                    // A link: nothing can have been written into it.
+                    None => {
+                        let _ = exchange(&s.dir, &new, &s.name);
+                    }
                 }
                 return Err(changed());
             }
@@ -442,7 +506,7 @@ fn put_in(s: &mut Staged) -> Result<(), WriteError> {
 
 /// Undoes a step that went in.
 fn take_out(s: &mut Staged) {
-    let new_ino = s.temp.as_ref().map(|t| t.id.ino);
+    let new_ino = s.temp.as_ref().map(|t| t.id.ino).or(s.link_ino);
     match (&s.new_aside, &s.old_aside) {
         (Some(new), None) => {
             // Created: it goes back to waiting, to be discarded.
@@ -473,6 +537,9 @@ fn take_out(s: &mut Staged) {
 /// Removes the prepared new files that did not go in.
 fn discard(staged: &mut [Staged]) {
     for s in staged {
+        if let (Some(ino), Some(aside)) = (s.link_ino, &s.new_aside) {
+            unlink_if(&s.dir, aside, ino);
+        }
         if let Some(temp) = &mut s.temp {
             if let Some(aside) = &s.new_aside
                 && temp.name.is_some()
@@ -560,11 +627,21 @@ fn open_op(op: &IntentOp) -> std::io::Result<OpNames> {
 /// a removal) no file there.
 fn went_in(op: &IntentOp) -> std::io::Result<bool> {
     let names = open_op(op)?;
+    if op.new_link {
+        return Ok(is_our_link(op, &names.dir, &names.name));
+    }
     let at_name = id_at(&names.dir, &names.name)?.map(|id| id.ino);
     Ok(match op.new_ino {
         Some(ino) => at_name == Some(ino),
         None => at_name.is_none(),
     })
+}
+
+/// Whether `name` is the symbolic link a step of an interrupted change made (by its target).
+fn is_our_link(op: &IntentOp, dir: &OwnedFd, name: &OsStr) -> bool {
+    op.new_link
+        && link_target_hash(dir, name)
+            .is_ok_and(|now| op.new_hash.as_deref().and_then(ContentHash::parse) == Some(now))
 }
 
 /// Completes one step of a change whose files all went in: the old files go.
@@ -599,13 +676,17 @@ fn roll_back(op: &IntentOp) -> std::io::Result<()> {
         .flatten()
         .find(|n| op.old_ino.is_some() && ino_at(n) == op.old_ino)
         .cloned();
-    let went_in = op.new_ino.is_some() && at_name == op.new_ino;
+    let went_in = (op.new_ino.is_some() && at_name == op.new_ino) || is_our_link(op, &dir, &name);
     if went_in {
         // Our new file is in. Take it out unless someone changed it since.
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        let hash = rustix::fs::openat(&dir, &name, flags, Mode::empty())
-            .ok()
-            .and_then(|fd| hash_file(&mut File::from(fd)).ok());
+        let hash = if op.new_link {
+            link_target_hash(&dir, &name).ok()
+        } else {
+            rustix::fs::openat(&dir, &name, flags, Mode::empty())
+                .ok()
+                .and_then(|fd| hash_file(&mut File::from(fd)).ok())
+        };
         let unchanged = match (&op.new_hash, hash) {
             (Some(want), Some(now)) => ContentHash::parse(want) == Some(now),
             _ => false,
@@ -631,6 +712,11 @@ fn roll_back(op: &IntentOp) -> std::io::Result<()> {
     }
     if let (Some(new), Some(ino)) = (&new_aside, op.new_ino) {
         unlink_if(&dir, new, ino);
+    }
+    if let Some(new) = &new_aside
+        && is_our_link(op, &dir, new)
+    {
+        let _ = rustix::fs::unlinkat(&dir, new, AtFlags::empty());
     }
     let _ = rustix::fs::fsync(&dir);
     Ok(())
@@ -868,5 +954,133 @@ mod tests {
         assert_eq!(got, want);
         let meta = std::fs::metadata(ws.root().join("b")).unwrap();
         assert_eq!(meta.nlink(), 1);
+    }
+
+    /// Every entry of the root, temporaries included: a file's content or a link's target.
+    fn entries(ws: &TestWorkspace) -> Vec<(String, char, String)> {
+        let mut out: Vec<_> = std::fs::read_dir(ws.root())
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if e.file_type().unwrap().is_symlink() {
+                    let target = std::fs::read_link(e.path()).unwrap();
+                    (name, 'l', target.display().to_string())
+                } else {
+                    (name, 'f', std::fs::read_to_string(e.path()).unwrap())
+                }
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn link_expected(ws: &TestWorkspace, name: &str) -> Expected {
+        let path = ws.root().join(name);
+        let target = std::fs::read_link(&path).unwrap();
+        Expected::Link {
+            id: FileId::of(&std::fs::symlink_metadata(&path).unwrap()),
+            target: ContentHash::of(target.as_os_str().as_bytes()),
+        }
+    }
+
+    /// The entry `name` of the root, as itself (not where a link there points).
+    fn entry(ws: &TestWorkspace, name: &str) -> ResolvedPath {
+        resolve(ws, ".").entry(OsStr::new(name))
+    }
+
+    /// The steps of [`links_go_in_all_or_nothing_across_a_crash`].
+    fn link_plan<'a>(names: &'a [ResolvedPath; 5], expected: &[Expected; 5]) -> Vec<Step<'a>> {
+        vec![
+            Step::Link {
+                resolved: &names[0],
+                target: Path::new("b"),
+                expected: expected[0],
+            },
+            Step::Link {
+                resolved: &names[1],
+                target: Path::new("a"),
+                expected: expected[1],
+            },
+            Step::Write {
+                resolved: &names[2],
+                bytes: b"w1\n",
+                keep: None,
+                expected: expected[2],
+            },
+            Step::Remove {
+                resolved: &names[3],
+                expected: expected[3],
+            },
+            Step::Link {
+                resolved: &names[4],
+                target: Path::new("z"),
+                expected: expected[4],
+            },
+        ]
+    }
+
+    /// A restore-like change of links: one repointed, a file made a link, a link made a
+    /// file, a link removed, one created.
+    #[test]
+    fn links_go_in_all_or_nothing_across_a_crash() {
+        let setup = |ws: &TestWorkspace| {
+            std::os::unix::fs::symlink("a", ws.root().join("l1")).unwrap();
+            ws.write("f", "f0\n");
+            std::os::unix::fs::symlink("x", ws.root().join("l2")).unwrap();
+            std::os::unix::fs::symlink("y", ws.root().join("l3")).unwrap();
+            let names = ["l1", "f", "l2", "l3", "l4"].map(|n| entry(ws, n));
+            let expected = [
+                link_expected(ws, "l1"),
+                expected(ws, "f"),
+                link_expected(ws, "l2"),
+                link_expected(ws, "l3"),
+                Expected::Absent,
+            ];
+            (names, expected, entries(ws))
+        };
+        let after: Vec<(String, char, String)> = [
+            ("f", 'l', "a"),
+            ("l1", 'l', "b"),
+            ("l2", 'f', "w1\n"),
+            ("l4", 'l', "z"),
+        ]
+        .iter()
+        .map(|(n, k, c)| ((*n).to_owned(), *k, (*c).to_owned()))
+        .collect();
+        // In one go.
+        let ws = TestWorkspace::new();
+        let pending = ws.root().join("../pending-links");
+        let (names, expected, _) = setup(&ws);
+        commit_all(&link_plan(&names, &expected), Some(&pending)).unwrap();
+        assert_eq!(entries(&ws), after);
+        // A link repointed after the change was computed: nothing changes, nothing is left.
+        let ws = TestWorkspace::new();
+        let (names, expected, _) = setup(&ws);
+        std::fs::remove_file(ws.root().join("l3")).unwrap();
+        std::os::unix::fs::symlink("elsewhere", ws.root().join("l3")).unwrap();
+        let before = entries(&ws);
+        let err = commit_all(&link_plan(&names, &expected), Some(&pending)).unwrap_err();
+        assert_eq!(err.index, 3);
+        assert_eq!(entries(&ws), before);
+        // Killed after any step: the next start puts every link back, or keeps them all.
+        for named in [false, true] {
+            crate::fs::atomic_write::FORCE_NAMED.with(|f| f.set(named));
+            for steps_in in 0..=5 {
+                let ws = TestWorkspace::new();
+                let pending = ws.root().join(format!("../pending-links-{steps_in}"));
+                let (names, expected, before) = setup(&ws);
+                crash_after(&link_plan(&names, &expected), &pending, steps_in);
+                assert_eq!(recover_pending(&pending), 1);
+                let want = if steps_in < 5 { &before } else { &after };
+                assert_eq!(
+                    &entries(&ws),
+                    want,
+                    "crash after {steps_in} (named {named})"
+                );
+                assert_eq!(std::fs::read_dir(&pending).unwrap().count(), 0);
+            }
+        }
+        crate::fs::atomic_write::FORCE_NAMED.with(|f| f.set(false));
     }
 }

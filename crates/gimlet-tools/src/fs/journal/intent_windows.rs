@@ -40,6 +40,16 @@ pub enum Step<'a> {
         /// What must be there when it goes.
         expected: Expected,
     },
+    /// Put a symbolic link to `target` at the path: refused on Windows (before anything
+    /// changes), where links are not put back.
+    Link {
+        /// The target.
+        resolved: &'a ResolvedPath,
+        /// Where the link points.
+        target: &'a Path,
+        /// What must be there when it goes in.
+        expected: Expected,
+    },
 }
 
 /// Why a multi-file change did not go in. Nothing was changed.
@@ -119,6 +129,15 @@ fn stage(step: &Step<'_>) -> Result<Staged, WriteError> {
             resolved, expected, ..
         }
         | Step::Remove { resolved, expected } => (*resolved, *expected),
+        Step::Link { resolved, .. } => {
+            return Err(WriteError::Io {
+                path: resolved.display(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::Unsupported,
+                    "symbolic links are not put back on Windows",
+                ),
+            });
+        }
     };
     let (dir, name) = resolved.pin_parent()?;
     let mut staged = Staged {
