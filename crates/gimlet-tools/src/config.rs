@@ -149,7 +149,7 @@ pub struct LspConfig {
     pub idle_shutdown_secs: u64,
     /// A server whose process tree holds more resident memory than this many MiB is restarted,
     /// with a note in the next result that uses it (default 4096; 0: no cap). Checked on Linux
-    /// only.
+    /// and macOS.
     pub max_memory_mb: u64,
     /// Servers by language name (`python`, `rust`, `typescript`, `go`, `c`, or a new one).
     pub servers: BTreeMap<String, LspServerConfig>,
