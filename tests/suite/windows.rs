@@ -467,3 +467,80 @@ async fn a_server_that_ignores_its_input_dies_with_a_killed_gimlet() {
         "gone with it",
     );
 }
+
+/// How many copies of the fake server (`scripts/wine/fake_lsp_server.c`) run, from the Unix
+/// processes' command lines (under Wine only: `None` elsewhere).
+fn fake_servers() -> Option<usize> {
+    let entries = std::fs::read_dir(r"Z:\proc").ok()?;
+    Some(
+        entries
+            .flatten()
+            .filter(|entry| {
+                std::fs::read(entry.path().join("cmdline")).is_ok_and(|line| {
+                    String::from_utf8_lossy(&line)
+                        .to_ascii_lowercase()
+                        .contains("fake_lsp_server")
+                })
+            })
+            .count(),
+    )
+}
+
+/// A language server whose tree holds more than `[lsp] max_memory_mb` is ended (its helper,
+/// and with it the helper's Job Object) and started again on its next use, whose result says
+/// so in the words Linux uses. The tree's size is read from the system's process list; the
+/// server (`scripts/wine/fake_lsp_server.c`, built by `scripts/wine.sh`, which names it in
+/// `GIMLET_WINE_FAKE_LSP`) holds 64 MiB.
+#[tokio::test]
+async fn a_server_over_its_memory_cap_is_restarted_with_a_note() {
+    let Some(server) = std::env::var_os("GIMLET_WINE_FAKE_LSP") else {
+        eprintln!("skipped: GIMLET_WINE_FAKE_LSP names no server (scripts/wine.sh builds one)");
+        return;
+    };
+    let config = format!(
+        "[lsp]\nwait_ms = 2000\nrequest_timeout_ms = 20000\nmax_memory_mb = 16\n\
+         [lsp.servers.fake]\ncommand = [{:?}]\nextensions = [\"fake\"]\n",
+        server.to_string_lossy()
+    );
+    let (gimlet, _config) = Gimlet::start_with_config(TestClient::default(), &config, &[]).await;
+    gimlet
+        .call("write", json!({"path": "a.fake", "content": "x\n"}))
+        .await;
+    let hover = json!({"operation": "hover", "path": "a.fake", "line": 1});
+    let served_by = |text: &str| {
+        text.split("served by pid ")
+            .nth(1)
+            .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+    };
+    let first = ok_text(&gimlet.call("lsp", hover.clone()).await);
+    let first = served_by(&first).unwrap_or_else(|| panic!("{first}"));
+    let mut restarted = None;
+    for _ in 0..60 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let said = ok_text(&gimlet.call("lsp", hover.clone()).await);
+        if said.contains("and was restarted") {
+            restarted = Some(said);
+            break;
+        }
+    }
+    let said = restarted.expect("the server over its cap was restarted within 30 s");
+    assert!(
+        said.contains(" MB (cap 16 MB) and was restarted."),
+        "{said}"
+    );
+    assert_ne!(served_by(&said), Some(first), "{said}");
+    if fake_servers().is_some() {
+        assert!(
+            eventually(Duration::from_secs(10), || fake_servers() == Some(1)).await,
+            "the first server is gone, the second runs: {:?} run",
+            fake_servers()
+        );
+    }
+    row(
+        "lsp",
+        "a server over max_memory_mb (64 MiB, cap 16 MB)",
+        "ended and restarted, with a note",
+    );
+    gimlet.stop().await;
+}

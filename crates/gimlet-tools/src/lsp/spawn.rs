@@ -166,10 +166,13 @@ fn quoted(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
-/// On Windows the helper's Job Object goes with the helper, which the caller kills: nothing
-/// to do here.
+/// Kills a server's helper; its kill-on-close Job Object takes the server and whatever it
+/// started (before, nothing was killed here, and a server that ignored the end of its input
+/// outlived a kill at the memory cap or after the shutdown grace).
 #[cfg(windows)]
-pub(crate) fn kill_tree(_pid: u32) {}
+pub(crate) fn kill_tree(pid: u32) {
+    super::tree::end(pid);
+}
 
 /// Kills a server and whatever it started: every process below it (found by their parents, so
 /// that a grandchild in a session of its own goes too: killed with its parent, it would be left
