@@ -494,7 +494,11 @@ fn fake_servers() -> Option<usize> {
 #[tokio::test]
 async fn a_server_over_its_memory_cap_is_restarted_with_a_note() {
     let Some(server) = std::env::var_os("GIMLET_WINE_FAKE_LSP") else {
-        eprintln!("skipped: GIMLET_WINE_FAKE_LSP names no server (scripts/wine.sh builds one)");
+        row(
+            "lsp",
+            "a server over max_memory_mb",
+            "skipped: not under scripts/wine.sh (it builds the server)",
+        );
         return;
     };
     let config = format!(
