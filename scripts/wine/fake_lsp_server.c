@@ -1,7 +1,7 @@
 /* A language server for the Windows tests (tests/suite/windows.rs), built by scripts/wine.sh
  * with mingw: it answers `initialize`, `hover` (with its process id: "served by pid N"),
- * `shutdown` and `exit`, and null to any other request; it holds 64 MiB it has written to, so
- * that its tree is over a small `[lsp] max_memory_mb`. Like a stubborn server it keeps
+ * `shutdown` and `exit`, and null to any other request; at its first start in a folder it holds
+ * 64 MiB it has written to, so that its tree is over a small `[lsp] max_memory_mb`. Like a stubborn server it keeps
  * running when its input ends: only gimlet's cleanup stops it. */
 #include <fcntl.h>
 #include <io.h>
@@ -41,7 +41,11 @@ static long id_of(const char *body) {
 int main(void) {
     _setmode(_fileno(stdin), _O_BINARY);
     _setmode(_fileno(stdout), _O_BINARY);
-    size_t held = 64u << 20;
+    /* Only its first start in a folder holds the 64 MiB: the server started again stays
+     * under the cap. */
+    size_t held = GetFileAttributesA("fake_lsp_started") == INVALID_FILE_ATTRIBUTES ? 64u << 20 : 1;
+    FILE *mark = fopen("fake_lsp_started", "w");
+    if (mark) fclose(mark);
     char *ballast = malloc(held);
     if (ballast) memset(ballast, 1, held);
     char reply[512];

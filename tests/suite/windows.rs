@@ -11,7 +11,7 @@ use std::time::Duration;
 use rmcp::model::{ElicitResult, ElicitationAction};
 use serde_json::{Value, json};
 
-use crate::common::{Gimlet, TestClient, err_text, eventually, ok_text};
+use crate::common::{Gimlet, TestClient, err_text, eventually, ok_text, text};
 
 /// One row of the table: `tool | what | outcome`.
 fn row(tool: &str, what: &str, outcome: &str) {
@@ -490,7 +490,8 @@ fn fake_servers() -> Option<usize> {
 /// and with it the helper's Job Object) and started again on its next use, whose result says
 /// so in the words Linux uses. The tree's size is read from the system's process list; the
 /// server (`scripts/wine/fake_lsp_server.c`, built by `scripts/wine.sh`, which names it in
-/// `GIMLET_WINE_FAKE_LSP`) holds 64 MiB.
+/// `GIMLET_WINE_FAKE_LSP`) holds 64 MiB at its first start, and little after, so the one
+/// started again stays.
 #[tokio::test]
 async fn a_server_over_its_memory_cap_is_restarted_with_a_note() {
     let Some(server) = std::env::var_os("GIMLET_WINE_FAKE_LSP") else {
@@ -502,7 +503,7 @@ async fn a_server_over_its_memory_cap_is_restarted_with_a_note() {
         return;
     };
     let config = format!(
-        "[lsp]\nwait_ms = 2000\nrequest_timeout_ms = 20000\nmax_memory_mb = 16\n\
+        "[lsp]\nwait_ms = 2000\nrequest_timeout_ms = 20000\nmax_memory_mb = 40\n\
          [lsp.servers.fake]\ncommand = [{:?}]\nextensions = [\"fake\"]\n",
         server.to_string_lossy()
     );
@@ -517,34 +518,46 @@ async fn a_server_over_its_memory_cap_is_restarted_with_a_note() {
             .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
             .and_then(|pid| pid.parse::<u32>().ok())
     };
-    let first = ok_text(&gimlet.call("lsp", hover.clone()).await);
-    let first = served_by(&first).unwrap_or_else(|| panic!("{first}"));
-    let mut restarted = None;
-    for _ in 0..60 {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let said = ok_text(&gimlet.call("lsp", hover.clone()).await);
-        if said.contains("and was restarted") {
-            restarted = Some(said);
-            break;
+    // Under Wine a server takes seconds to start, so the first call may still wait for its
+    // answer when the 5 s check ends the server (that call fails: it "exited"). Calls go on
+    // until one is answered with the note.
+    let (mut first, mut restarted) = (None, None);
+    for _ in 0..80 {
+        let result = gimlet.call("lsp", hover.clone()).await;
+        let said = text(&result);
+        if result.is_error != Some(true) {
+            if said.contains("and was restarted") {
+                restarted = Some(said);
+                break;
+            }
+            first = first.or_else(|| served_by(&said));
         }
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let said = restarted.expect("the server over its cap was restarted within 30 s");
+    let said = restarted.expect("the server over its cap was restarted within 40 s");
     assert!(
-        said.contains(" MB (cap 16 MB) and was restarted."),
+        said.contains(" MB (cap 40 MB) and was restarted."),
         "{said}"
     );
-    assert_ne!(served_by(&said), Some(first), "{said}");
+    let second = served_by(&said);
+    assert!(second.is_some(), "{said}");
+    if first.is_some() {
+        assert_ne!(second, first, "{said}");
+    }
     if fake_servers().is_some() {
         assert!(
             eventually(Duration::from_secs(10), || fake_servers() == Some(1)).await,
-            "the first server is gone, the second runs: {:?} run",
+            "the first server is gone, the second runs: {:?} run ({said})",
             fake_servers()
         );
     }
     row(
         "lsp",
-        "a server over max_memory_mb (64 MiB, cap 16 MB)",
-        "ended and restarted, with a note",
+        "a server over max_memory_mb (64 MiB, cap 40 MB)",
+        &format!(
+            "ended and restarted: {}",
+            said.lines().find(|l| l.contains("restarted")).unwrap_or("")
+        ),
     );
     gimlet.stop().await;
 }
