@@ -24,6 +24,12 @@ if [ ! -f "$shim" ] || [ scripts/wine/bcryptprimitives.c -nt "$shim" ]; then
 fi
 cmp -s "$shim" "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" \
     || cp "$shim" "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll"
+# The language server of the memory cap's test (tests/suite/windows.rs).
+fake_lsp="$cache/fake_lsp_server.exe"
+if [ ! -f "$fake_lsp" ] || [ scripts/wine/fake_lsp_server.c -nt "$fake_lsp" ]; then
+    x86_64-w64-mingw32-gcc -O2 -o "$fake_lsp" scripts/wine/fake_lsp_server.c
+fi
+export GIMLET_WINE_FAKE_LSP="Z:${fake_lsp//\//\\}"
 
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine
 log="$(mktemp)"

@@ -148,8 +148,8 @@ pub struct LspConfig {
     /// down; the next use starts it again (default 600; 0: never).
     pub idle_shutdown_secs: u64,
     /// A server whose process tree holds more resident memory than this many MiB is restarted,
-    /// with a note in the next result that uses it (default 4096; 0: no cap). Checked on Linux
-    /// only.
+    /// with a note in the next result that uses it (default 4096; 0: no cap). Checked every 5 s
+    /// (on Windows the working set is counted).
     pub max_memory_mb: u64,
     /// Servers by language name (`python`, `rust`, `typescript`, `go`, `c`, or a new one).
     pub servers: BTreeMap<String, LspServerConfig>,

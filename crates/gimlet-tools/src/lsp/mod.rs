@@ -9,7 +9,8 @@
 //!   `client/connection.rs` holds the tasks over the pipes and the handling of each message;
 //! - `diagnostics.rs`: the block after a change (new before pre-existing, nearest first);
 //!   `impact.rs`: the block of the errors it caused in other files;
-//! - `tree.rs`: a server's process tree (Linux): its descendants and their resident memory;
+//! - `tree.rs`: a server's process tree (`/proc` on Linux, `ps` on macOS, the process list on
+//!   Windows): its descendants and their resident memory;
 //! - this file: [`LanguageServers`], one per environment (and so one per process: every
 //!   session, over stdio or HTTP, shares the environment): a server per (language, project
 //!   root), started on first need, restarted once after a crash, reported after a second, shut

@@ -166,15 +166,18 @@ fn quoted(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
-/// On Windows the helper's Job Object goes with the helper, which the caller kills: nothing
-/// to do here.
+/// Kills a server's helper; its kill-on-close Job Object takes the server and whatever it
+/// started (before, nothing was killed here, and a server that ignored the end of its input
+/// outlived a kill at the memory cap or after the shutdown grace).
 #[cfg(windows)]
-pub(crate) fn kill_tree(_pid: u32) {}
+pub(crate) fn kill_tree(pid: u32) {
+    super::tree::end(pid);
+}
 
-/// Kills a server and whatever it started: every process below it (on Linux, found by their
-/// parents, so that a grandchild in a session of its own goes too: killed with its parent, it
-/// would be left to init), the helper's children's groups, and the helper; or, without a
-/// helper, the server's own group.
+/// Kills a server and whatever it started: every process below it (found by their parents, so
+/// that a grandchild in a session of its own goes too: killed with its parent, it would be left
+/// to init) with the group each leads (the helper's child leads the server's group), and the
+/// helper; or, without a helper, the server's own group.
 #[cfg(unix)]
 pub(crate) fn kill_tree(pid: u32) {
     use rustix::process::{Pid, Signal, kill_process, kill_process_group};
@@ -182,22 +185,12 @@ pub(crate) fn kill_tree(pid: u32) {
         return;
     };
     let below = super::tree::descendants(pid.as_raw_nonzero().get().unsigned_abs());
-    let children =
-        std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", pid.as_raw_nonzero()))
-            .unwrap_or_default();
-    for child in children
-        .split_whitespace()
-        .filter_map(|c| c.parse::<i32>().ok())
-    {
-        if let Some(child) = Pid::from_raw(child) {
-            let _ = kill_process_group(child, Signal::KILL);
-            let _ = kill_process(child, Signal::KILL);
-        }
-    }
     for process in below
         .into_iter()
         .filter_map(|p| i32::try_from(p).ok().and_then(Pid::from_raw))
     {
+        // Most lead no group: nothing to signal there.
+        let _ = kill_process_group(process, Signal::KILL);
         let _ = kill_process(process, Signal::KILL);
     }
     let _ = kill_process_group(pid, Signal::KILL);
