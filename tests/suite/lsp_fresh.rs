@@ -372,6 +372,37 @@ async fn scripted(mode: &str) -> Option<(crate::common::Gimlet, tempfile::TempDi
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_registers_pull_diagnostics_late_is_asked() {
+    // It registers them only when the file changes, after gimlet began waiting for a
+    // publication that will never come (basedpyright registers them after it starts).
+    let Some((gimlet, _config)) = scripted("late").await else {
+        return;
+    };
+    let broken = edit(&gimlet, "a.fake", "fine", "ERROR here").await;
+    let text = ok_text(&broken);
+    assert!(
+        text.contains(
+            "python3 [complete] reports 1 error in a.fake, caused by this change; please fix:\n\
+             a.fake:1:1 error scripted error"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        metadata(&broken)["diagnostics"][0]["freshness"],
+        json!("pull")
+    );
+    // The report before the change was asked for too, once the registration came, rather
+    // than waited for until the bound (it would never be published).
+    let log = std::fs::read_to_string(gimlet.root().join("fake.log")).unwrap();
+    let pulls = log
+        .lines()
+        .filter(|l| l.starts_with("textDocument/diagnostic "))
+        .count();
+    assert_eq!(pulls, 2, "{log}");
+    gimlet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn pulled_diagnostics_are_for_the_text_sent_and_loading_answers_are_partial() {
     let Some((gimlet, _config)) = scripted("pull").await else {
         return;

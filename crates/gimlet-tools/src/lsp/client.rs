@@ -328,7 +328,7 @@ impl Client {
                 },
                 "textDocument": {
                     "synchronization": {"didSave": true, "dynamicRegistration": false},
-                    "diagnostic": {"dynamicRegistration": false, "relatedDocumentSupport": false},
+                    "diagnostic": {"dynamicRegistration": true, "relatedDocumentSupport": false},
                     "publishDiagnostics": {
                         "versionSupport": true,
                         "relatedInformation": false,

@@ -80,6 +80,9 @@ impl Client {
                     });
                 if registers_pull {
                     self.state.locked().pull_registered = true;
+                    // A report waiting for publications asks instead (a server that
+                    // registers pull diagnostics may publish none).
+                    self.changed.notify_waiters();
                 }
                 Ok(Value::Null)
             }

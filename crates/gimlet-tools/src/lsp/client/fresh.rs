@@ -90,9 +90,19 @@ impl Client {
     ) -> Waited {
         let _in_use = self.in_use();
         let asked = match self.freshness() {
-            Freshness::Pull => self.pull(path, deadline, cancel).await,
+            Freshness::Pull => self.pull_when_idle(path, deadline, cancel).await,
             Freshness::Tsserver => self.ask_tsserver(path, deadline, cancel).await,
-            Freshness::Pushed => return self.wait_published(path, synced, deadline, cancel).await,
+            Freshness::Pushed => {
+                match self
+                    .wait_published_or_registered(path, synced, deadline, cancel)
+                    .await
+                {
+                    Some(waited) => return waited,
+                    // The server registered pull diagnostics meanwhile (basedpyright does so
+                    // after `initialized`, and then publishes nothing): ask.
+                    None => self.pull_when_idle(path, deadline, cancel).await,
+                }
+            }
         };
         match asked {
             Ok(items) => {
@@ -130,6 +140,50 @@ impl Client {
         };
         state.diagnostics.insert(path.to_owned(), published.clone());
         published
+    }
+
+    /// [`Self::pull`]; when the server answered while still busy (loading, analysing) and
+    /// there is time, asked again once it is done, so that a first edit's report is the
+    /// whole file's, not what was checked so far (then marked partial).
+    async fn pull_when_idle(
+        &self,
+        path: &Path,
+        deadline: tokio::time::Instant,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Diagnostic>, RequestError> {
+        let first = self.pull(path, deadline, cancel).await?;
+        if self.busy().is_empty() || !self.until_idle(deadline, cancel).await {
+            return Ok(first);
+        }
+        match self.pull(path, deadline, cancel).await {
+            Ok(again) => Ok(again),
+            Err(RequestError::Timeout { .. } | RequestError::Cancelled) => Ok(first),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Waits until no work-done progress is under way; `false` when `deadline` came first
+    /// (or the call was cancelled, or the server ended).
+    async fn until_idle(&self, deadline: tokio::time::Instant, cancel: &CancellationToken) -> bool {
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let state = self.state.locked();
+                if state.exit.is_some() {
+                    return false;
+                }
+                if state.progress.is_empty() {
+                    return true;
+                }
+            }
+            tokio::select! {
+                () = &mut notified => {}
+                () = tokio::time::sleep_until(deadline) => return false,
+                () = cancel.cancelled() => return false,
+            }
+        }
     }
 
     /// `textDocument/diagnostic`, with the last `resultId`.
@@ -235,12 +289,38 @@ impl Client {
         deadline: tokio::time::Instant,
         cancel: &CancellationToken,
     ) -> Waited {
+        self.wait_published_within(path, synced, deadline, cancel, false)
+            .await
+            .unwrap_or(Waited::TimedOut)
+    }
+
+    /// [`Self::wait_published`], or `None` as soon as the server registers pull diagnostics
+    /// while nothing was taken yet.
+    async fn wait_published_or_registered(
+        &self,
+        path: &Path,
+        synced: &Synced,
+        deadline: tokio::time::Instant,
+        cancel: &CancellationToken,
+    ) -> Option<Waited> {
+        self.wait_published_within(path, synced, deadline, cancel, true)
+            .await
+    }
+
+    async fn wait_published_within(
+        &self,
+        path: &Path,
+        synced: &Synced,
+        deadline: tokio::time::Instant,
+        cancel: &CancellationToken,
+        until_registered: bool,
+    ) -> Option<Waited> {
         if !synced.sent
             && let Some(published) = self.published(path)
             && let Some(basis) = basis_of(published.version, synced.version)
         {
             // Nothing changed for the server: what it said last for this text still holds.
-            return Waited::Reported(Report { published, basis });
+            return Some(Waited::Reported(Report { published, basis }));
         }
         let mut got: Option<Report> = None;
         loop {
@@ -259,7 +339,12 @@ impl Client {
                     });
                 }
                 if let Some(exit) = &state.exit {
-                    return got.map_or_else(|| Waited::Exited(exit.clone()), Waited::Reported);
+                    return Some(
+                        got.map_or_else(|| Waited::Exited(exit.clone()), Waited::Reported),
+                    );
+                }
+                if until_registered && got.is_none() && state.pull_registered {
+                    return None;
                 }
             }
             let until = match &got {
@@ -279,7 +364,7 @@ impl Client {
                 () = cancel.cancelled() => break,
             }
         }
-        got.map_or(Waited::TimedOut, Waited::Reported)
+        Some(got.map_or(Waited::TimedOut, Waited::Reported))
     }
 }
 
