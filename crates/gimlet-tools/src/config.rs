@@ -189,6 +189,10 @@ pub struct CheckpointsConfig {
     /// Files larger than this many MiB are recorded as changed but not kept, so they cannot be
     /// restored (default 16).
     pub max_file_mb: u64,
+    /// Whether a scan may look only where the file system reported changes (Linux: inotify
+    /// watches on the folders of each root; default true). False walks every root whole on
+    /// every scan, as on other systems.
+    pub watch: bool,
 }
 
 impl CheckpointsConfig {
@@ -209,6 +213,7 @@ impl Default for CheckpointsConfig {
             max_store_mb: 512,
             max_checkpoints: 200,
             max_file_mb: 16,
+            watch: true,
         }
     }
 }

@@ -14,6 +14,8 @@
 
 mod scan;
 mod store;
+#[cfg(target_os = "linux")]
+mod watch;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -84,6 +86,7 @@ impl Checkpoints {
                 max_store: self.config.max_store_mb.saturating_mul(1024 * 1024),
             },
             max_count: self.config.max_checkpoints.max(1),
+            watch: self.config.watch,
             call_lock: Arc::new(tokio::sync::Mutex::new(())),
             inner: Mutex::new(None),
         });
@@ -159,6 +162,12 @@ pub struct RootCheckpoints {
     dir: PathBuf,
     limits: Limits,
     max_count: usize,
+    /// Whether scans may use a watcher (Linux) instead of a full walk.
+    #[cfg_attr(
+        not(target_os = "linux"),
+        expect(dead_code, reason = "only Linux has a watcher")
+    )]
+    watch: bool,
     /// Held from a call's scan before to its scan after, so that calls of other sessions do
     /// not mix their changes.
     call_lock: Arc<tokio::sync::Mutex<()>>,
@@ -173,6 +182,9 @@ struct Inner {
     cache: scan::Cache,
     /// Damage found (a list set aside, a blob that does not match).
     damage: Vec<String>,
+    /// The watches of the root, when scans can use them.
+    #[cfg(target_os = "linux")]
+    watcher: Option<watch::Watcher>,
 }
 
 /// Milliseconds since the epoch.
@@ -235,8 +247,10 @@ impl RootCheckpoints {
             index,
             cache,
             damage,
+            #[cfg(target_os = "linux")]
+            watcher: None,
         };
-        let delta = scan::scan(&self.root, &mut inner.cache, &mut inner.store, self.limits);
+        let delta = self.scan(&mut inner);
         if had_cache && !delta.changes.is_empty() {
             let outside = NewCheckpoint {
                 kind: Kind::Outside,
@@ -257,7 +271,7 @@ impl RootCheckpoints {
     /// did. Blocking.
     pub(crate) fn scan_and_record(&self, new: NewCheckpoint) -> Result<Recorded, String> {
         self.with(|inner| {
-            let delta = scan::scan(&self.root, &mut inner.cache, &mut inner.store, self.limits);
+            let delta = self.scan(inner);
             if delta.changes.is_empty() && delta.ignored.is_empty() {
                 if delta.touched {
                     self.save(inner, false);
@@ -266,6 +280,22 @@ impl RootCheckpoints {
             }
             self.push(inner, new, delta)
         })
+    }
+
+    /// Scans the root: with the watcher's events where there is one (Linux), else a full walk.
+    fn scan(&self, inner: &mut Inner) -> scan::Delta {
+        #[cfg(target_os = "linux")]
+        if self.watch {
+            return watch::scan(
+                &self.root,
+                &mut inner.cache,
+                &mut inner.store,
+                self.limits,
+                &mut inner.watcher,
+            )
+            .0;
+        }
+        scan::scan(&self.root, &mut inner.cache, &mut inner.store, self.limits)
     }
 
     fn push(&self, inner: &mut Inner, new: NewCheckpoint, delta: scan::Delta) -> Recorded {
