@@ -184,7 +184,7 @@ struct Inner {
     damage: Vec<String>,
     /// The watches of the root, when scans can use them.
     #[cfg(target_os = "linux")]
-    watcher: Option<watch::Watcher>,
+    watching: watch::Watching,
 }
 
 /// Milliseconds since the epoch.
@@ -248,7 +248,7 @@ impl RootCheckpoints {
             cache,
             damage,
             #[cfg(target_os = "linux")]
-            watcher: None,
+            watching: watch::Watching::New,
         };
         let delta = self.scan(&mut inner);
         if had_cache && !delta.changes.is_empty() {
@@ -291,7 +291,7 @@ impl RootCheckpoints {
                 &mut inner.cache,
                 &mut inner.store,
                 self.limits,
-                &mut inner.watcher,
+                &mut inner.watching,
             )
             .0;
         }

@@ -109,7 +109,7 @@ pub(crate) enum Fallback {
 struct Events {
     /// Folder -> names of entries an event named (`None`: the folder itself).
     dirty: BTreeMap<String, BTreeSet<String>>,
-    /// Folder -> names of subfolders created, removed or moved (to walk again).
+    /// Folder -> names of subfolders created, removed, moved or chmodded (to walk again).
     dirs: BTreeMap<String, BTreeSet<String>>,
     /// Watches the kernel dropped.
     gone: Vec<i32>,
@@ -190,7 +190,15 @@ impl Watcher {
         if self.broken {
             return;
         }
-        match inotify::add_watch(&self.fd, path, mask()) {
+        #[cfg(test)]
+        let added = if tests::watch_limit_reached() {
+            Err(Errno::NOSPC)
+        } else {
+            inotify::add_watch(&self.fd, path, mask())
+        };
+        #[cfg(not(test))]
+        let added = inotify::add_watch(&self.fd, path, mask());
+        match added {
             Ok(wd) => {
                 if let Some(old) = self.dirs.insert(
                     wd,
@@ -207,6 +215,9 @@ impl Watcher {
                 self.retired.remove(&wd);
                 self.by_path.insert(rel.to_owned(), wd);
             }
+            // Gone or replaced since the walk saw it, or not readable (nor listed then): its
+            // parent's events tell when that changes.
+            Err(Errno::NOENT | Errno::NOTDIR | Errno::ACCESS) => {}
             Err(err) => {
                 tracing::debug!(
                     %err,
@@ -291,7 +302,9 @@ impl Watcher {
                     ReadFlags::CREATE
                         | ReadFlags::DELETE
                         | ReadFlags::MOVED_FROM
-                        | ReadFlags::MOVED_TO,
+                        | ReadFlags::MOVED_TO
+                        // A folder made unreadable (or readable again): walked again.
+                        | ReadFlags::ATTRIB,
                 )
             {
                 events
@@ -309,36 +322,52 @@ impl Watcher {
     }
 }
 
-/// Scans `root` with `watcher`'s events when it has a healthy one, else walks it whole and
-/// (unless `watch` is off, or watches cannot be added) sets up a new watcher.
+/// Where a root's watches stand.
+#[derive(Debug, Default)]
+pub(crate) enum Watching {
+    /// None yet: the next scan walks the root whole and sets them up.
+    #[default]
+    New,
+    /// In place: scans use their events.
+    Active(Watcher),
+    /// A watch could not be added (or no instance made): scans walk the root whole.
+    Off,
+}
+
+/// Scans `root` with the watcher's events when it has one, else walks it whole and (unless the
+/// watches could not be set up before) sets up a new watcher. Returns also why it walked the
+/// root whole after a watcher was in place.
 pub(crate) fn scan(
     root: &Path,
     cache: &mut Cache,
     store: &mut Store,
     limits: Limits,
-    watcher: &mut Option<Watcher>,
+    watching: &mut Watching,
 ) -> (Delta, Option<Fallback>) {
     let mut why = None;
-    if let Some(current) = watcher.as_mut() {
-        let exclude = exclude_stat(root);
-        let drained = if exclude == current.exclude {
-            current.drain()
-        } else {
-            Err(Fallback::Rules)
-        };
-        match drained {
-            Ok(events) => {
-                let delta = current.apply(root, cache, store, limits, events);
-                if current.broken {
-                    *watcher = None;
+    match watching {
+        Watching::Active(current) => {
+            let drained = if exclude_stat(root) == current.exclude {
+                current.drain()
+            } else {
+                Err(Fallback::Rules)
+            };
+            match drained {
+                Ok(events) => {
+                    let delta = current.apply(root, cache, store, limits, events);
+                    if current.broken {
+                        *watching = Watching::Off;
+                    }
+                    return (delta, None);
                 }
-                return (delta, None);
-            }
-            Err(fallback) => {
-                tracing::debug!(?fallback, root = %root.display(), "a full checkpoint scan");
-                why = Some(fallback);
+                Err(fallback) => {
+                    tracing::debug!(?fallback, root = %root.display(), "a full checkpoint scan");
+                    why = Some(fallback);
+                }
             }
         }
+        Watching::Off => return (scan::scan(root, cache, store, limits), None),
+        Watching::New => {}
     }
     let mut fresh = match Watcher::new(root) {
         Ok(fresh) => Some(fresh),
@@ -352,10 +381,13 @@ pub(crate) fn scan(
             fresh.add(entry.path(), rel, entry.ino().unwrap_or(0));
         }
     });
-    *watcher = fresh.filter(|w| !w.broken).map(|mut w| {
-        w.top = top;
-        w
-    });
+    *watching = match fresh {
+        Some(mut fresh) if !fresh.broken => {
+            fresh.top = top;
+            Watching::Active(fresh)
+        }
+        Some(_) | None => Watching::Off,
+    };
     (delta, why)
 }
 

@@ -8,6 +8,23 @@ use proptest::test_runner::{Config, TestRunner};
 
 use super::*;
 
+thread_local! {
+    /// Watches this thread may still add (`None`: no limit).
+    static WATCHES_LEFT: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// Whether the next watch is one too many (a test's limit on this thread).
+pub(super) fn watch_limit_reached() -> bool {
+    WATCHES_LEFT.with(|left| match left.get() {
+        None => false,
+        Some(0) => true,
+        Some(n) => {
+            left.set(Some(n - 1));
+            false
+        }
+    })
+}
+
 const LIMITS: Limits = Limits {
     max_file: 1 << 20,
     max_store: 1 << 30,
@@ -19,7 +36,7 @@ struct Fixture {
     _store_dir: tempfile::TempDir,
     store: Store,
     cache: Cache,
-    watcher: Option<Watcher>,
+    watching: Watching,
 }
 
 impl Fixture {
@@ -32,7 +49,14 @@ impl Fixture {
             _store_dir: store_dir,
             store,
             cache: Cache::default(),
-            watcher: None,
+            watching: Watching::New,
+        }
+    }
+
+    fn watcher(&mut self) -> &mut Watcher {
+        match &mut self.watching {
+            Watching::Active(watcher) => watcher,
+            Watching::New | Watching::Off => panic!("no watcher"),
         }
     }
 
@@ -50,7 +74,7 @@ impl Fixture {
             &mut self.cache,
             &mut self.store,
             LIMITS,
-            &mut self.watcher,
+            &mut self.watching,
         );
         let full = scan::scan(&root, &mut copy, &mut self.store, LIMITS);
         assert_eq!(
@@ -196,7 +220,10 @@ fn the_watcher_finds_what_a_full_walk_finds() {
                 apply(&root, &Step::Write(i, i));
             }
             let (_, why) = fx.scan();
-            assert!(fx.watcher.is_some(), "no watcher after the first scan");
+            assert!(
+                matches!(fx.watching, Watching::Active(_)),
+                "no watcher after the first scan"
+            );
             assert_eq!(why, None);
             for step in &steps {
                 apply(&root, step);
@@ -236,7 +263,7 @@ fn a_lost_event_queue_falls_back_to_a_full_walk() {
     let (_, why) = fx.scan();
     assert_eq!(why, None);
     fs::write(root.join("a"), "22").unwrap();
-    fx.watcher.as_mut().unwrap().inject_overflow();
+    fx.watcher().inject_overflow();
     let (delta, why) = fx.scan();
     assert_eq!((paths(&delta), why), (vec!["a"], Some(Fallback::Overflow)));
     // The watches were set up again by that walk.
@@ -276,7 +303,7 @@ fn an_event_for_an_unknown_watch_falls_back_to_a_full_walk() {
     fs::create_dir_all(root.join("d")).unwrap();
     fx.scan();
     // Forget the folder's watch, as if it had been lost.
-    let watcher = fx.watcher.as_mut().unwrap();
+    let watcher = fx.watcher();
     let wd = watcher.by_path.remove("d").unwrap();
     watcher.dirs.remove(&wd);
     fs::write(root.join("d/new"), "x").unwrap();
@@ -285,4 +312,33 @@ fn an_event_for_an_unknown_watch_falls_back_to_a_full_walk() {
         (paths(&delta), why),
         (vec!["d/new"], Some(Fallback::UnknownWatch))
     );
+}
+
+#[test]
+fn when_watches_run_out_scans_walk_the_root_whole() {
+    let mut fx = Fixture::new();
+    let root = fx.path();
+    fs::create_dir_all(root.join("a/b")).unwrap();
+    fs::write(root.join("a/b/one"), "1").unwrap();
+    // Room for the root's and a's watches, not b's.
+    WATCHES_LEFT.with(|left| left.set(Some(2)));
+    fx.scan();
+    assert!(matches!(fx.watching, Watching::Off));
+    // b is not watched, and still its change is found: by a full walk.
+    fs::write(root.join("a/b/one"), "2").unwrap();
+    let (delta, _) = fx.scan();
+    assert_eq!(paths(&delta), vec!["a/b/one"]);
+    assert!(matches!(fx.watching, Watching::Off));
+    // A watcher that runs out while it walks a new folder is given up too.
+    WATCHES_LEFT.with(|left| left.set(None));
+    let mut fx = Fixture::new();
+    let root = fx.path();
+    fx.scan();
+    WATCHES_LEFT.with(|left| left.set(Some(1)));
+    fs::create_dir_all(root.join("x/y/z")).unwrap();
+    fs::write(root.join("x/y/z/f"), "f").unwrap();
+    let (delta, _) = fx.scan();
+    assert_eq!(paths(&delta), vec!["x/y/z/f"]);
+    assert!(matches!(fx.watching, Watching::Off));
+    WATCHES_LEFT.with(|left| left.set(None));
 }
