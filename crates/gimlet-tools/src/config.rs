@@ -177,9 +177,9 @@ impl Default for LspConfig {
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct CheckpointsConfig {
-    /// Whether checkpoints are recorded at all (default false, until the scan around a call
-    /// meets its targets in docs/performance.md: today it adds a walk of the roots to every
-    /// call that can change files).
+    /// Whether checkpoints are recorded at all (default false, until the scans around a call
+    /// meet their targets in docs/performance.md: on Linux a call that changes nothing now
+    /// does, one that changes many files not yet; elsewhere every scan walks the roots).
     pub enabled: bool,
     /// The store of a root holds at most this many MiB of content (default 512); the oldest
     /// checkpoints go first.

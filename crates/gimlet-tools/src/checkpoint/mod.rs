@@ -17,7 +17,6 @@ mod store;
 #[cfg(target_os = "linux")]
 mod watch;
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -331,10 +330,10 @@ impl RootCheckpoints {
     /// Applies the limits and writes the list and the stat cache.
     fn save(&self, inner: &mut Inner, list: bool) {
         if list {
-            let current: BTreeSet<&str> = inner.cache.ids();
+            let cache = &inner.cache;
             inner.store.evict(
                 &mut inner.index,
-                &current,
+                || cache.ids(),
                 self.max_count,
                 self.limits.max_store,
             );
