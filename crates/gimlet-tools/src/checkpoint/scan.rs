@@ -451,8 +451,9 @@ mod tests {
             .unwrap()
             .set_modified(mtime)
             .unwrap();
-        // The cache says the earlier scan started before this mtime: re-read.
-        cache.scanned_ns = nanos(Ok(mtime));
+        // The cache says the earlier scan started 5 ms after this mtime, which a file
+        // system's coarse clock allows for a write that came after the scan: re-read.
+        cache.scanned_ns = nanos(Ok(mtime)) + 5_000_000;
         let entry = cache.entries.get_mut("a").unwrap();
         entry.ctime_ns = fields(&fs::metadata(&path).unwrap()).1;
         let delta = scan(root.path(), &mut cache, &mut store, LIMITS);
