@@ -177,9 +177,9 @@ impl Default for LspConfig {
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct CheckpointsConfig {
-    /// Whether checkpoints are recorded at all (default false, until the scan around a call
-    /// meets its targets in docs/performance.md: today it adds a walk of the roots to every
-    /// call that can change files).
+    /// Whether checkpoints are recorded at all (default false, until the scans around a call
+    /// meet their targets in docs/performance.md: on Linux a call that changes nothing now
+    /// does, one that changes many files not yet; elsewhere every scan walks the roots).
     pub enabled: bool,
     /// The store of a root holds at most this many MiB of content (default 512); the oldest
     /// checkpoints go first.
@@ -189,6 +189,10 @@ pub struct CheckpointsConfig {
     /// Files larger than this many MiB are recorded as changed but not kept, so they cannot be
     /// restored (default 16).
     pub max_file_mb: u64,
+    /// Whether a scan may look only where the file system reported changes (Linux: inotify
+    /// watches on the folders of each root; default true). False walks every root whole on
+    /// every scan, as on other systems.
+    pub watch: bool,
 }
 
 impl CheckpointsConfig {
@@ -209,6 +213,7 @@ impl Default for CheckpointsConfig {
             max_store_mb: 512,
             max_checkpoints: 200,
             max_file_mb: 16,
+            watch: true,
         }
     }
 }

@@ -14,6 +14,8 @@
 
 mod scan;
 mod store;
+#[cfg(target_os = "linux")]
+mod watch;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -84,6 +86,7 @@ impl Checkpoints {
                 max_store: self.config.max_store_mb.saturating_mul(1024 * 1024),
             },
             max_count: self.config.max_checkpoints.max(1),
+            watch: self.config.watch,
             call_lock: Arc::new(tokio::sync::Mutex::new(())),
             inner: Mutex::new(None),
         });
@@ -159,6 +162,12 @@ pub struct RootCheckpoints {
     dir: PathBuf,
     limits: Limits,
     max_count: usize,
+    /// Whether scans may use a watcher (Linux) instead of a full walk.
+    #[cfg_attr(
+        not(target_os = "linux"),
+        expect(dead_code, reason = "only Linux has a watcher")
+    )]
+    watch: bool,
     /// Held from a call's scan before to its scan after, so that calls of other sessions do
     /// not mix their changes.
     call_lock: Arc<tokio::sync::Mutex<()>>,
@@ -173,6 +182,9 @@ struct Inner {
     cache: scan::Cache,
     /// Damage found (a list set aside, a blob that does not match).
     damage: Vec<String>,
+    /// The watches of the root, when scans can use them.
+    #[cfg(target_os = "linux")]
+    watching: watch::Watching,
 }
 
 /// Milliseconds since the epoch.
@@ -238,6 +250,8 @@ impl RootCheckpoints {
             index,
             cache,
             damage,
+            #[cfg(target_os = "linux")]
+            watching: watch::Watching::New,
         };
         let delta = self.scan(&mut inner);
         if had_cache && !delta.changes.is_empty() {
@@ -271,11 +285,77 @@ impl RootCheckpoints {
         })
     }
 
-    /// Scans the root against the stat cache; a full store drops its oldest checkpoints to
-    /// keep what the scan finds.
+    /// Scans the root: with the watcher's events where there is one (Linux), else a full walk.
+    /// Content a full store could not keep gets room made for it afterwards
+    /// ([`Self::make_room_for`]).
     fn scan(&self, inner: &mut Inner) -> scan::Delta {
-        inner.store.begin_room(&inner.index, &inner.cache.ids());
-        let delta = scan::scan(&self.root, &mut inner.cache, &mut inner.store, self.limits);
+        #[cfg(target_os = "linux")]
+        let mut delta = if self.watch {
+            watch::scan(
+                &self.root,
+                &mut inner.cache,
+                &mut inner.store,
+                self.limits,
+                &mut inner.watching,
+            )
+            .0
+        } else {
+            scan::scan(&self.root, &mut inner.cache, &mut inner.store, self.limits)
+        };
+        #[cfg(not(target_os = "linux"))]
+        let mut delta = scan::scan(&self.root, &mut inner.cache, &mut inner.store, self.limits);
+        self.make_room_for(inner, &mut delta);
+        delta
+    }
+
+    /// When the store was too full to keep new content the scan found: drops the oldest
+    /// checkpoints (and the blobs only they hold; never what the current files, this delta or
+    /// the newest checkpoint refer to) until it fits, and keeps each such file's content if
+    /// the file still holds it. Only then is the list of what may go worked out (it walks
+    /// every checkpoint's and current file's content ids), so a store with room pays nothing.
+    fn make_room_for(&self, inner: &mut Inner, delta: &mut scan::Delta) {
+        let unfit: Vec<usize> = delta
+            .changes
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                matches!(&c.after, State::File { id, kept: false, .. } if !id.starts_with("big-"))
+            })
+            .map(|(i, _)| i)
+            .collect();
+        if unfit.is_empty() {
+            return;
+        }
+        let mut stays: BTreeSet<String> =
+            inner.cache.ids().into_iter().map(str::to_owned).collect();
+        for change in &delta.changes {
+            stays.extend(change.before.kept_id().map(str::to_owned));
+            stays.extend(change.after.kept_id().map(str::to_owned));
+        }
+        let stays: BTreeSet<&str> = stays.iter().map(String::as_str).collect();
+        inner.store.begin_room(&inner.index, &stays);
+        for i in unfit {
+            let change = &mut delta.changes[i];
+            let State::File { id, kept, .. } = &mut change.after else {
+                continue;
+            };
+            // Read again: kept only if the file still holds what the scan found.
+            let Ok(bytes) = std::fs::read(self.root.join(&change.path)) else {
+                continue;
+            };
+            if store::content_id(&bytes) != *id
+                || !inner
+                    .store
+                    .put(id, &bytes, self.limits.max_store)
+                    .unwrap_or(false)
+            {
+                continue;
+            }
+            *kept = true;
+            if let Some(entry) = inner.cache.entries.get_mut(&change.path) {
+                entry.state = change.after.clone();
+            }
+        }
         let dropped = inner.store.end_room();
         if !dropped.is_empty() {
             tracing::info!(
@@ -289,7 +369,6 @@ impl RootCheckpoints {
                 Err(err) => tracing::warn!(%err, "the list of checkpoints could not be saved"),
             }
         }
-        delta
     }
 
     fn push(&self, inner: &mut Inner, new: NewCheckpoint, delta: scan::Delta) -> Recorded {
@@ -331,10 +410,10 @@ impl RootCheckpoints {
     /// Applies the limits and writes the list and the stat cache.
     fn save(&self, inner: &mut Inner, list: bool) {
         if list {
-            let current: BTreeSet<&str> = inner.cache.ids();
+            let cache = &inner.cache;
             inner.store.evict(
                 &mut inner.index,
-                &current,
+                || cache.ids(),
                 self.max_count,
                 self.limits.max_store,
             );

@@ -6,6 +6,7 @@
 //! the clock's step after the scan would otherwise go unseen).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
 use std::fs;
 use std::io;
 use std::path::Path;
@@ -18,24 +19,24 @@ use super::store::{PathChange, State, Store, content_id};
 /// What the cache knows of one file or symlink.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Stat {
-    size: u64,
-    mtime_ns: i128,
-    ctime_ns: i128,
-    ino: u64,
-    mode: u32,
-    state: State,
+    pub(super) size: u64,
+    pub(super) mtime_ns: i128,
+    pub(super) ctime_ns: i128,
+    pub(super) ino: u64,
+    pub(super) mode: u32,
+    pub(super) state: State,
 }
 
 /// The stat cache of a root, persisted between runs.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Cache {
     /// When the scan that wrote it started, in ns since the epoch.
-    scanned_ns: i128,
+    pub(super) scanned_ns: i128,
     /// Relative path -> what it held.
     pub(crate) entries: BTreeMap<String, Stat>,
     /// Ignored names at the top of the root -> their latest modification time (their own and
     /// that of the entries directly in them).
-    ignored: BTreeMap<String, i128>,
+    pub(super) ignored: BTreeMap<String, i128>,
 }
 
 impl Cache {
@@ -58,7 +59,7 @@ pub(crate) struct Limits {
 }
 
 /// What changed since the previous scan.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Delta {
     /// Per path, before and after.
     pub(crate) changes: Vec<PathChange>,
@@ -68,7 +69,7 @@ pub(crate) struct Delta {
     pub(crate) touched: bool,
 }
 
-fn nanos(time: io::Result<SystemTime>) -> i128 {
+pub(super) fn nanos(time: io::Result<SystemTime>) -> i128 {
     time.ok()
         .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
         .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
@@ -144,10 +145,13 @@ pub(crate) fn state_now(path: &Path, store: &mut Store, limits: Limits) -> io::R
     }
 }
 
-/// The walker of a root: hidden files included, `.gitignore` (also outside a repository),
-/// `.ignore` and `.git/info/exclude` honoured, symlinks not followed, `.git` never entered.
-fn walker(root: &Path) -> ignore::Walk {
-    ignore::WalkBuilder::new(root)
+/// The walker of a folder under a root: hidden files included, `.gitignore` (also outside a
+/// repository), `.ignore` and `.git/info/exclude` honoured (those of the folders above it
+/// too, so a walk of a subfolder applies the same rules as the walk of the root), symlinks not
+/// followed, `.git` never entered.
+pub(super) fn walker(dir: &Path) -> ignore::WalkBuilder {
+    let mut builder = ignore::WalkBuilder::new(dir);
+    builder
         .standard_filters(false)
         .git_ignore(true)
         .git_exclude(true)
@@ -155,82 +159,81 @@ fn walker(root: &Path) -> ignore::Walk {
         .parents(true)
         .require_git(false)
         .follow_links(false)
-        .filter_entry(|entry| entry.file_name() != ".git")
-        .build()
+        .filter_entry(|entry| entry.file_name() != ".git");
+    builder
 }
 
-/// Walks `root`, updating `cache`, keeping new contents in `store`, and returns what changed.
-///
-/// Each entry's cached stat is moved, not copied, into the new cache when it still holds; what
-/// is left of the old cache after the walk was removed.
-pub(crate) fn scan(root: &Path, cache: &mut Cache, store: &mut Store, limits: Limits) -> Delta {
-    let started = nanos(Ok(SystemTime::now()));
-    let mut old = std::mem::take(&mut cache.entries);
-    let mut seen: BTreeMap<String, Stat> = BTreeMap::new();
-    let mut top: BTreeSet<std::ffi::OsString> = BTreeSet::new();
-    let mut delta = Delta::default();
-    for entry in walker(root).flatten() {
-        if entry.depth() == 1 {
-            top.insert(entry.file_name().to_owned());
-        }
-        let Some(kind) = entry.file_type() else {
-            continue;
-        };
-        if !(kind.is_file() || kind.is_symlink()) {
-            continue;
-        }
-        let Ok(rel) = entry.path().strip_prefix(root) else {
-            continue;
-        };
-        // Names that are not UTF-8 are left out: the index is JSON.
-        let Some(rel) = rel.to_str() else {
-            continue;
-        };
-        #[cfg(windows)]
-        let slashed = rel.replace('\\', "/");
-        #[cfg(windows)]
-        let rel = slashed.as_str();
-        let Ok(meta) = entry.metadata() else {
-            continue;
-        };
-        let (mtime_ns, ctime_ns, ino, mode) = fields(&meta);
+/// The relative, `/`-separated name of `path` under `root`; `None` for names that are not
+/// UTF-8 (left out: the index is JSON).
+pub(super) fn relative(root: &Path, path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(root).ok()?.to_str()?;
+    #[cfg(windows)]
+    return Some(rel.replace('\\', "/"));
+    #[cfg(not(windows))]
+    Some(rel.to_owned())
+}
+
+/// One scan's comparison of what it finds with the cache.
+pub(super) struct Pass<'a> {
+    /// When the previous scan started (the racy rule).
+    pub(super) previous_ns: i128,
+    pub(super) store: &'a mut Store,
+    pub(super) limits: Limits,
+    pub(super) delta: Delta,
+}
+
+/// A file whose modification time is this close to the previous scan's start (or later) is
+/// read again even when its stat matches: file systems stamp times from a clock that advances
+/// in steps (a jiffy, up to 10 ms), so a write just after a scan can carry a time just before
+/// its start.
+const RACY_NS: i128 = 20_000_000;
+
+impl Pass<'_> {
+    /// Compares the file or symlink `rel` (at `path`, with `meta`) with its cached stat
+    /// `before`, reading it when the stat changed (or `force`), and records it in `seen`.
+    pub(super) fn file(
+        &mut self,
+        path: &Path,
+        rel: String,
+        meta: &fs::Metadata,
+        before: Option<Stat>,
+        force: bool,
+        seen: &mut BTreeMap<String, Stat>,
+    ) {
+        let (mtime_ns, ctime_ns, ino, mode) = fields(meta);
         let size = meta.len();
-        let before = old.remove(rel);
         if let Some(stat) = before.as_ref()
+            && !force
             && stat.size == size
             && stat.mtime_ns == mtime_ns
             && stat.ctime_ns == ctime_ns
             && stat.ino == ino
             && stat.mode == mode
-            && mtime_ns < cache.scanned_ns
+            && mtime_ns < self.previous_ns - RACY_NS
         {
             if let Some(stat) = before {
-                seen.insert(rel.to_owned(), stat);
+                seen.insert(rel, stat);
             }
-            continue;
+            return;
         }
-        delta.touched = true;
+        self.delta.touched = true;
         // Gone or unreadable since the walk saw it: left out, like a file not there.
-        let Ok(state) = read_state(entry.path(), &meta, store, limits) else {
+        let Ok(state) = read_state(path, meta, self.store, self.limits) else {
             if let Some(stat) = before {
-                delta.changes.push(PathChange {
-                    path: rel.to_owned(),
-                    before: stat.state,
-                    after: State::Absent,
-                });
+                self.gone(rel, stat);
             }
-            continue;
+            return;
         };
         let previous = before.map_or(State::Absent, |s| s.state);
         if previous != state {
-            delta.changes.push(PathChange {
-                path: rel.to_owned(),
+            self.delta.changes.push(PathChange {
+                path: rel.clone(),
                 before: previous,
                 after: state.clone(),
             });
         }
         seen.insert(
-            rel.to_owned(),
+            rel,
             Stat {
                 size,
                 mtime_ns,
@@ -241,15 +244,83 @@ pub(crate) fn scan(root: &Path, cache: &mut Cache, store: &mut Store, limits: Li
             },
         );
     }
-    for (path, stat) in old {
-        delta.changes.push(PathChange {
-            path,
+
+    /// Records that `rel`, cached as `stat`, is gone.
+    pub(super) fn gone(&mut self, rel: String, stat: Stat) {
+        self.delta.changes.push(PathChange {
+            path: rel,
             before: stat.state,
             after: State::Absent,
         });
     }
+}
+
+/// Walks `root`, updating `cache`, keeping new contents in `store`, and returns what changed.
+///
+/// Each entry's cached stat is moved, not copied, into the new cache when it still holds; what
+/// is left of the old cache after the walk was removed.
+pub(crate) fn scan(root: &Path, cache: &mut Cache, store: &mut Store, limits: Limits) -> Delta {
+    scan_with(root, cache, store, limits, &mut |_, _| {}).0
+}
+
+/// [`scan`], calling `on_dir` with each folder the walk enters (the root first, as `""`) when
+/// the walk yields it, before its entries are listed; returns also the names at the top of the
+/// root that the walk did not leave out.
+pub(super) fn scan_with(
+    root: &Path,
+    cache: &mut Cache,
+    store: &mut Store,
+    limits: Limits,
+    on_dir: &mut dyn FnMut(&str, &ignore::DirEntry),
+) -> (Delta, BTreeSet<OsString>) {
+    let started = nanos(Ok(SystemTime::now()));
+    let mut old = std::mem::take(&mut cache.entries);
+    let mut seen: BTreeMap<String, Stat> = BTreeMap::new();
+    let mut top: BTreeSet<OsString> = BTreeSet::new();
+    let mut pass = Pass {
+        previous_ns: cache.scanned_ns,
+        store,
+        limits,
+        delta: Delta::default(),
+    };
+    for entry in walker(root).build().flatten() {
+        if entry.depth() == 1 {
+            top.insert(entry.file_name().to_owned());
+        }
+        let Some(kind) = entry.file_type() else {
+            continue;
+        };
+        let Some(rel) = relative(root, entry.path()) else {
+            continue;
+        };
+        if kind.is_dir() {
+            on_dir(&rel, &entry);
+            continue;
+        }
+        if !(kind.is_file() || kind.is_symlink()) {
+            continue;
+        }
+        let Ok(meta) = entry.metadata() else {
+            continue;
+        };
+        let before = old.remove(&rel);
+        pass.file(entry.path(), rel, &meta, before, false, &mut seen);
+    }
+    for (path, stat) in old {
+        pass.gone(path, stat);
+    }
+    let mut delta = pass.delta;
+    finish(root, cache, &mut delta, &top);
+    cache.entries = seen;
+    cache.scanned_ns = started;
+    (delta, top)
+}
+
+/// Sorts the changes and compares the ignored entries at the top of the root (`top`: the
+/// names the walk did not leave out) with the cache's.
+pub(super) fn finish(root: &Path, cache: &mut Cache, delta: &mut Delta, top: &BTreeSet<OsString>) {
     delta.changes.sort_by(|a, b| a.path.cmp(&b.path));
-    let ignored = ignored_tops(root, &top);
+    let ignored = ignored_tops(root, top);
     for (name, time) in &ignored {
         if cache.ignored.get(name) != Some(time) {
             delta.ignored.push(name.clone());
@@ -261,16 +332,13 @@ pub(crate) fn scan(root: &Path, cache: &mut Cache, store: &mut Store, limits: Li
         }
     }
     delta.touched |= !delta.changes.is_empty() || !delta.ignored.is_empty();
-    cache.entries = seen;
     cache.ignored = ignored;
-    cache.scanned_ns = started;
-    delta
 }
 
 /// The entries at the top of `root` the walk left out (ignored), but `.git`, with the latest
 /// modification time of each and of what is directly in it: a build writing into `target/`
 /// or an install into `node_modules/` shows there, cheaply (deeper changes alone do not).
-fn ignored_tops(root: &Path, walked: &BTreeSet<std::ffi::OsString>) -> BTreeMap<String, i128> {
+fn ignored_tops(root: &Path, walked: &BTreeSet<OsString>) -> BTreeMap<String, i128> {
     let mut ignored = BTreeMap::new();
     let Ok(entries) = fs::read_dir(root) else {
         return ignored;
@@ -383,8 +451,9 @@ mod tests {
             .unwrap()
             .set_modified(mtime)
             .unwrap();
-        // The cache says the earlier scan started before this mtime: re-read.
-        cache.scanned_ns = nanos(Ok(mtime));
+        // The cache says the earlier scan started 5 ms after this mtime, which a file
+        // system's coarse clock allows for a write that came after the scan: re-read.
+        cache.scanned_ns = nanos(Ok(mtime)) + 5_000_000;
         let entry = cache.entries.get_mut("a").unwrap();
         entry.ctime_ns = fields(&fs::metadata(&path).unwrap()).1;
         let delta = scan(root.path(), &mut cache, &mut store, LIMITS);

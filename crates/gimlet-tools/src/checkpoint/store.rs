@@ -181,6 +181,9 @@ pub(crate) struct Store {
     /// saved ([`Self::remove_dropped`]): a crash before leaves no checkpoint without its
     /// content.
     doomed: Vec<String>,
+    /// Blobs nothing refers to may be on disk (from before this run): the next eviction
+    /// looks for them even when it drops no checkpoint.
+    unswept: bool,
 }
 
 /// What a full store may drop during one scan, oldest first.
@@ -262,6 +265,7 @@ impl Store {
             total,
             room: None,
             doomed: Vec::new(),
+            unswept: true,
         };
         let mut damage = Vec::new();
         let path = dir.join("index.json");
@@ -434,10 +438,10 @@ impl Store {
     /// Drops the oldest checkpoints beyond `max_count`, and beyond `max_bytes` of content (the
     /// current files' content, in `current`, is never dropped), then every blob nothing refers
     /// to. Returns how many checkpoints were dropped.
-    pub(crate) fn evict(
+    pub(crate) fn evict<'c>(
         &mut self,
         index: &mut Index,
-        current: &BTreeSet<&str>,
+        current: impl FnOnce() -> BTreeSet<&'c str>,
         max_count: usize,
         max_bytes: u64,
     ) -> usize {
@@ -446,8 +450,17 @@ impl Store {
             index.checkpoints.remove(0);
             dropped += 1;
         }
+        // Blobs lose their last reference only when a checkpoint is dropped (a file's old
+        // content is the new checkpoint's before-state): without a drop, nothing to collect,
+        // and the walk over every checkpoint's and current file's ids (20 ms with 25,000
+        // files, 60 ms with 100,000) is spared.
+        if dropped == 0 && !self.unswept && self.total <= max_bytes {
+            return 0;
+        }
+        self.unswept = false;
+        let current = current();
         loop {
-            self.collect(index, current);
+            self.collect(index, &current);
             // The newest stays, restorable (its content was kept as it fit).
             if self.total <= max_bytes || index.checkpoints.len() <= 1 {
                 break;
@@ -556,12 +569,11 @@ mod tests {
             store.put(&id, &bytes, u64::MAX).unwrap();
             index.checkpoints.push(checkpoint(i, &id));
         }
-        let current = BTreeSet::new();
-        assert_eq!(store.evict(&mut index, &current, 5, u64::MAX), 5);
+        assert_eq!(store.evict(&mut index, BTreeSet::new, 5, u64::MAX), 5);
         assert_eq!(index.checkpoints[0].id, 5);
         assert_eq!(store.sizes.len(), 5);
         // 5 blobs of ~105 bytes; 250 bytes leave two.
-        store.evict(&mut index, &current, 5, 250);
+        store.evict(&mut index, BTreeSet::new, 5, 250);
         assert_eq!(index.checkpoints.len(), 2);
         assert!(store.total() <= 250);
         store.save_index(&index).unwrap();

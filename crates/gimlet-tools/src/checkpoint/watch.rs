@@ -1,0 +1,545 @@
+//! Scans that look only where something changed (Linux): an inotify watch on every folder the
+//! walk enters, so that a scan drains the events and lists again only the folders they name.
+//!
+//! The kernel queues an event when the syscall that caused it runs, so once a command has
+//! ended, reading the queue until it is empty gives every change it made: nothing to flush,
+//! nothing to wait for.
+//!
+//! The full walk (`scan::scan_with`) says what a scan means; a scan here gives the same
+//! changes and leaves the same cache, or falls back to it:
+//! - on the first scan (which adds the watches as the walk yields each folder, before the
+//!   walk lists it, so that nothing falls between the walk and the watch);
+//! - when the queue overflowed, an event comes for a watch it does not know, or the root
+//!   itself was moved or removed;
+//! - when an ignore file (`.gitignore`, `.ignore`) or a `.git` changed anywhere, or
+//!   `.git/info/exclude` changed (its stat is compared on each scan): what is ignored may
+//!   have changed anywhere below.
+//!
+//! When a watch cannot be added (`fs.inotify.max_user_watches` reached, or no inotify
+//! instance left), the watcher is dropped for the root and its scans are full walks from then
+//! on (logged at debug level).
+//!
+//! Otherwise, each folder with events is listed again one level deep with the walk's rules;
+//! its files are compared with the cache (those an event named are read again whatever their
+//! stat), a new or replaced subfolder is walked whole (adding its watches), and a subfolder
+//! that is gone (or replaced: another inode, or an event naming it as a folder) takes every
+//! cached entry under it out of the cache. Removals come before additions, so a folder moved
+//! within the root, whose watch the kernel keeps under the same number, is mapped to its new
+//! name.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::ffi::OsString;
+use std::mem::MaybeUninit;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::Path;
+use std::time::SystemTime;
+
+use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
+use rustix::io::Errno;
+
+use super::scan::{self, Cache, Delta, Limits, Pass, Stat};
+use super::store::Store;
+
+/// The events a folder's watch asks for.
+fn mask() -> WatchFlags {
+    WatchFlags::CREATE
+        | WatchFlags::DELETE
+        | WatchFlags::MODIFY
+        | WatchFlags::ATTRIB
+        | WatchFlags::CLOSE_WRITE
+        | WatchFlags::MOVED_FROM
+        | WatchFlags::MOVED_TO
+        | WatchFlags::DELETE_SELF
+        | WatchFlags::MOVE_SELF
+        | WatchFlags::DONT_FOLLOW
+        | WatchFlags::ONLYDIR
+}
+
+/// Names whose change changes what the walk leaves out.
+fn rules_file(name: &[u8]) -> bool {
+    matches!(name, b".gitignore" | b".ignore" | b".git")
+}
+
+/// A watched folder.
+#[derive(Debug)]
+struct Watched {
+    rel: String,
+    ino: u64,
+}
+
+/// The watches of one root.
+#[derive(Debug)]
+pub(crate) struct Watcher {
+    fd: OwnedFd,
+    /// Watch number -> folder.
+    dirs: HashMap<i32, Watched>,
+    /// Folder -> watch number.
+    by_path: BTreeMap<String, i32>,
+    /// Watches taken off (their late events mean nothing).
+    retired: HashSet<i32>,
+    /// The names at the top of the root the walk does not leave out.
+    top: BTreeSet<OsString>,
+    /// The stat of `.git/info/exclude` (size, mtime, ctime, inode), if there is one.
+    exclude: Option<(u64, i64, i64, i64, u64)>,
+    /// A watch could not be added: the watches are incomplete.
+    broken: bool,
+    /// Test only: the next scan finds the queue overflowed.
+    #[cfg(test)]
+    overflow: bool,
+}
+
+/// Why a scan cannot use the events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fallback {
+    /// The queue overflowed: events were lost.
+    Overflow,
+    /// An event for a watch this watcher does not know.
+    UnknownWatch,
+    /// An ignore file, `.git` or `.git/info/exclude` changed.
+    Rules,
+    /// The root itself was moved or removed.
+    Root,
+    /// The queue could not be read.
+    Read,
+}
+
+/// What the events of one scan say.
+#[derive(Debug, Default)]
+struct Events {
+    /// Folder -> names of entries an event named (`None`: the folder itself).
+    dirty: BTreeMap<String, BTreeSet<String>>,
+    /// Folder -> names of subfolders created, removed, moved or chmodded (to walk again).
+    dirs: BTreeMap<String, BTreeSet<String>>,
+    /// Watches the kernel dropped.
+    gone: Vec<i32>,
+}
+
+fn exclude_stat(root: &Path) -> Option<(u64, i64, i64, i64, u64)> {
+    let meta = std::fs::symlink_metadata(root.join(".git/info/exclude")).ok()?;
+    Some((
+        meta.len(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ctime_nsec() + meta.ctime() * 1_000_000_000,
+        meta.ino(),
+    ))
+}
+
+fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// The watched folders directly in folder `dir`.
+fn children(by_path: &BTreeMap<String, i32>, dir: &str) -> Vec<(String, i32)> {
+    let prefix = if dir.is_empty() {
+        String::new()
+    } else {
+        format!("{dir}/")
+    };
+    by_path
+        .range(prefix.clone()..)
+        .take_while(|(k, _)| k.starts_with(&prefix))
+        .filter(|(k, _)| !k.is_empty() && !k[prefix.len()..].contains('/'))
+        .map(|(k, wd)| (k.clone(), *wd))
+        .collect()
+}
+
+/// Takes out of `map` every key under folder `dir` (`direct`: only those directly in it).
+fn take_under<V>(map: &mut BTreeMap<String, V>, dir: &str, direct: bool) -> Vec<(String, V)> {
+    let keys: Vec<String> = if dir.is_empty() {
+        map.keys()
+            .filter(|k| !direct || !k.contains('/'))
+            .cloned()
+            .collect()
+    } else {
+        let prefix = format!("{dir}/");
+        map.range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .filter(|(k, _)| !direct || !k[prefix.len()..].contains('/'))
+            .map(|(k, _)| k.clone())
+            .collect()
+    };
+    keys.into_iter()
+        .filter_map(|k| map.remove(&k).map(|v| (k, v)))
+        .collect()
+}
+
+impl Watcher {
+    /// A new inotify instance, without watches yet.
+    fn new(root: &Path) -> rustix::io::Result<Self> {
+        Ok(Self {
+            fd: inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)?,
+            dirs: HashMap::new(),
+            by_path: BTreeMap::new(),
+            retired: HashSet::new(),
+            top: BTreeSet::new(),
+            exclude: exclude_stat(root),
+            broken: false,
+            #[cfg(test)]
+            overflow: false,
+        })
+    }
+
+    /// Watches folder `rel` (at `path`, inode `ino`).
+    fn add(&mut self, path: &Path, rel: &str, ino: u64) {
+        if self.broken {
+            return;
+        }
+        #[cfg(test)]
+        let added = if tests::watch_limit_reached() {
+            Err(Errno::NOSPC)
+        } else {
+            inotify::add_watch(&self.fd, path, mask())
+        };
+        #[cfg(not(test))]
+        let added = inotify::add_watch(&self.fd, path, mask());
+        match added {
+            Ok(wd) => {
+                if let Some(old) = self.dirs.insert(
+                    wd,
+                    Watched {
+                        rel: rel.to_owned(),
+                        ino,
+                    },
+                ) && old.rel != rel
+                {
+                    // The same folder under two names (cannot happen without hard-linked
+                    // folders); keep one.
+                    self.by_path.remove(&old.rel);
+                }
+                self.retired.remove(&wd);
+                self.by_path.insert(rel.to_owned(), wd);
+            }
+            // Gone or replaced since the walk saw it, or not readable (nor listed then): its
+            // parent's events tell when that changes.
+            Err(Errno::NOENT | Errno::NOTDIR | Errno::ACCESS) => {}
+            Err(err) => {
+                tracing::debug!(
+                    %err,
+                    path = %path.display(),
+                    "a checkpoint watch could not be added (fs.inotify.max_user_watches?); \
+                     scans of this root walk it whole"
+                );
+                self.broken = true;
+            }
+        }
+    }
+
+    /// Takes the watches of folder `rel` and of every folder under it off.
+    fn drop_dirs(&mut self, rel: &str) {
+        let mut gone = take_under(&mut self.by_path, rel, false);
+        if let Some(wd) = self.by_path.remove(rel) {
+            gone.push((rel.to_owned(), wd));
+        }
+        for (_, wd) in gone {
+            self.dirs.remove(&wd);
+            self.retired.insert(wd);
+            // Fails for a folder already removed; nothing to do then.
+            let _ = inotify::remove_watch(&self.fd, wd);
+        }
+    }
+
+    /// Reads every queued event.
+    fn drain(&mut self) -> Result<Events, Fallback> {
+        let mut events = Events::default();
+        let mut fallback = None;
+        #[cfg(test)]
+        if std::mem::take(&mut self.overflow) {
+            fallback = Some(Fallback::Overflow);
+        }
+        let mut buf = [MaybeUninit::<u8>::uninit(); 16 * 1024];
+        let mut reader = inotify::Reader::new(&self.fd, &mut buf);
+        loop {
+            let event = match reader.next() {
+                Ok(event) => event,
+                Err(Errno::AGAIN) => break,
+                Err(Errno::INTR) => continue,
+                Err(_) => return Err(Fallback::Read),
+            };
+            let flags = event.events();
+            if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
+                fallback = Some(Fallback::Overflow);
+                continue;
+            }
+            let wd = event.wd();
+            let Some(watched) = self.dirs.get(&wd) else {
+                if !self.retired.contains(&wd) && !flags.contains(ReadFlags::IGNORED) {
+                    fallback.get_or_insert(Fallback::UnknownWatch);
+                }
+                continue;
+            };
+            if flags.contains(ReadFlags::IGNORED) {
+                events.gone.push(wd);
+                continue;
+            }
+            let Some(name) = event.file_name() else {
+                // An event on the folder itself: its parent has one naming it, but for the
+                // root, which has no parent here.
+                if watched.rel.is_empty()
+                    && flags.intersects(ReadFlags::DELETE_SELF | ReadFlags::MOVE_SELF)
+                {
+                    fallback.get_or_insert(Fallback::Root);
+                }
+                continue;
+            };
+            let name_bytes = name.to_bytes();
+            if rules_file(name_bytes) {
+                fallback.get_or_insert(Fallback::Rules);
+                continue;
+            }
+            let Ok(name) = name.to_str() else {
+                // Not UTF-8: left out of the cache, as by the walk.
+                continue;
+            };
+            let rel = watched.rel.clone();
+            if flags.contains(ReadFlags::ISDIR)
+                && flags.intersects(
+                    ReadFlags::CREATE
+                        | ReadFlags::DELETE
+                        | ReadFlags::MOVED_FROM
+                        | ReadFlags::MOVED_TO
+                        // A folder made unreadable (or readable again): walked again.
+                        | ReadFlags::ATTRIB,
+                )
+            {
+                events
+                    .dirs
+                    .entry(rel.clone())
+                    .or_default()
+                    .insert(name.to_owned());
+            }
+            events.dirty.entry(rel).or_default().insert(name.to_owned());
+        }
+        match fallback {
+            Some(why) => Err(why),
+            None => Ok(events),
+        }
+    }
+}
+
+/// Where a root's watches stand.
+#[derive(Debug, Default)]
+pub(crate) enum Watching {
+    /// None yet: the next scan walks the root whole and sets them up.
+    #[default]
+    New,
+    /// In place: scans use their events.
+    Active(Watcher),
+    /// A watch could not be added (or no instance made): scans walk the root whole.
+    Off,
+}
+
+/// Scans `root` with the watcher's events when it has one, else walks it whole and (unless the
+/// watches could not be set up before) sets up a new watcher. Returns also why it walked the
+/// root whole after a watcher was in place.
+pub(crate) fn scan(
+    root: &Path,
+    cache: &mut Cache,
+    store: &mut Store,
+    limits: Limits,
+    watching: &mut Watching,
+) -> (Delta, Option<Fallback>) {
+    let mut why = None;
+    match watching {
+        Watching::Active(current) => {
+            let drained = if exclude_stat(root) == current.exclude {
+                current.drain()
+            } else {
+                Err(Fallback::Rules)
+            };
+            match drained {
+                Ok(events) => {
+                    let delta = current.apply(root, cache, store, limits, events);
+                    if current.broken {
+                        *watching = Watching::Off;
+                    }
+                    return (delta, None);
+                }
+                Err(fallback) => {
+                    tracing::debug!(?fallback, root = %root.display(), "a full checkpoint scan");
+                    why = Some(fallback);
+                }
+            }
+        }
+        Watching::Off => return (scan::scan(root, cache, store, limits), None),
+        Watching::New => {}
+    }
+    let mut fresh = match Watcher::new(root) {
+        Ok(fresh) => Some(fresh),
+        Err(err) => {
+            tracing::debug!(%err, "no inotify instance for checkpoints; scans walk the root whole");
+            None
+        }
+    };
+    let (delta, top) = scan::scan_with(root, cache, store, limits, &mut |rel, entry| {
+        if let Some(fresh) = fresh.as_mut() {
+            fresh.add(entry.path(), rel, entry.ino().unwrap_or(0));
+        }
+    });
+    *watching = match fresh {
+        Some(mut fresh) if !fresh.broken => {
+            fresh.top = top;
+            Watching::Active(fresh)
+        }
+        Some(_) | None => Watching::Off,
+    };
+    (delta, why)
+}
+
+impl Watcher {
+    /// Applies `events` to `cache`: lists again the folders they name.
+    fn apply(
+        &mut self,
+        root: &Path,
+        cache: &mut Cache,
+        store: &mut Store,
+        limits: Limits,
+        events: Events,
+    ) -> Delta {
+        let started = scan::nanos(Ok(SystemTime::now()));
+        let mut pass = Pass {
+            previous_ns: cache.scanned_ns,
+            store,
+            limits,
+            delta: Delta::default(),
+        };
+        // The cached entries looked at again; what is left of them at the end is gone.
+        let mut old: BTreeMap<String, Stat> = BTreeMap::new();
+        // First the removals: list each folder with events, and take out of the cache (and
+        // off the watches) every subfolder gone or replaced.
+        let mut listed: Vec<(String, Vec<ignore::DirEntry>)> = Vec::new();
+        let mut walk: Vec<String> = Vec::new();
+        for dir in events.dirty.keys() {
+            if !self.by_path.contains_key(dir) {
+                // Under a folder already taken off.
+                continue;
+            }
+            let entries: Vec<ignore::DirEntry> = scan::walker(&root.join(dir))
+                .max_depth(Some(1))
+                .build()
+                .flatten()
+                .filter(|e| e.depth() == 1)
+                .collect();
+            let empty = BTreeSet::new();
+            let dir_events = events.dirs.get(dir).unwrap_or(&empty);
+            let mut present: HashMap<String, u64> = HashMap::new();
+            for entry in &entries {
+                if entry.file_type().is_some_and(|k| k.is_dir())
+                    && let Some(name) = entry.file_name().to_str()
+                {
+                    present.insert(name.to_owned(), entry.ino().unwrap_or(0));
+                }
+            }
+            for (sub, wd) in children(&self.by_path, dir) {
+                let name = &sub[if dir.is_empty() { 0 } else { dir.len() + 1 }..];
+                let same = present.get(name).is_some_and(|ino| {
+                    self.dirs.get(&wd).is_some_and(|w| w.ino == *ino) && !dir_events.contains(name)
+                });
+                if !same {
+                    self.drop_dirs(&sub);
+                    old.extend(take_under(&mut cache.entries, &sub, false));
+                }
+            }
+            old.extend(take_under(&mut cache.entries, dir, true));
+            for name in present.keys() {
+                let sub = join(dir, name);
+                if !self.by_path.contains_key(&sub) {
+                    walk.push(sub);
+                }
+            }
+            if dir.is_empty() {
+                self.top = entries.iter().map(|e| e.file_name().to_owned()).collect();
+            }
+            listed.push((dir.clone(), entries));
+        }
+        // The kernel dropped these watches (their folders are gone): their parents' events
+        // took the entries out already.
+        for wd in events.gone {
+            if let Some(watched) = self.dirs.remove(&wd)
+                && self.by_path.get(&watched.rel) == Some(&wd)
+            {
+                self.by_path.remove(&watched.rel);
+            }
+        }
+        // Then the additions: the files of each folder listed, and the new subfolders whole.
+        for (dir, entries) in listed {
+            let named = events.dirty.get(&dir);
+            for entry in entries {
+                let Some(kind) = entry.file_type() else {
+                    continue;
+                };
+                if !(kind.is_file() || kind.is_symlink()) {
+                    continue;
+                }
+                let Some(rel) = scan::relative(root, entry.path()) else {
+                    continue;
+                };
+                let Ok(meta) = entry.metadata() else {
+                    continue;
+                };
+                let force = entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|n| named.is_some_and(|set| set.contains(n)));
+                let before = old.remove(&rel);
+                pass.file(entry.path(), rel, &meta, before, force, &mut cache.entries);
+            }
+        }
+        for sub in walk {
+            self.walk(root, &sub, &mut pass, &mut old, &mut cache.entries);
+        }
+        for (path, stat) in old {
+            pass.gone(path, stat);
+        }
+        let mut delta = pass.delta;
+        scan::finish(root, cache, &mut delta, &self.top);
+        cache.scanned_ns = started;
+        delta
+    }
+
+    /// Walks the new folder `sub` whole, watching each folder in it.
+    fn walk(
+        &mut self,
+        root: &Path,
+        sub: &str,
+        pass: &mut Pass<'_>,
+        old: &mut BTreeMap<String, Stat>,
+        seen: &mut BTreeMap<String, Stat>,
+    ) {
+        for entry in scan::walker(&root.join(sub)).build().flatten() {
+            let Some(kind) = entry.file_type() else {
+                continue;
+            };
+            let Some(rel) = scan::relative(root, entry.path()) else {
+                continue;
+            };
+            if kind.is_dir() {
+                self.add(entry.path(), &rel, entry.ino().unwrap_or(0));
+                continue;
+            }
+            if !(kind.is_file() || kind.is_symlink()) {
+                continue;
+            }
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            let before = old.remove(&rel).or_else(|| seen.remove(&rel));
+            pass.file(entry.path(), rel, &meta, before, false, seen);
+        }
+    }
+
+    /// Test only: the next scan finds the queue overflowed.
+    #[cfg(test)]
+    pub(crate) fn inject_overflow(&mut self) {
+        self.overflow = true;
+    }
+}
+
+#[cfg(test)]
+#[path = "watch_tests.rs"]
+mod tests;
