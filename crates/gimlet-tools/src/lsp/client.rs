@@ -143,6 +143,10 @@ pub(crate) struct Report {
     pub(crate) published: Published,
     /// How they belong to the text sent.
     pub(crate) basis: Basis,
+    /// Asked for once the server was done with its work (no progress under way when it
+    /// answered, or asked again after it ended): complete, whatever work the asking itself
+    /// started (basedpyright reports "1 file to analyze" after each pull).
+    pub(crate) settled: bool,
 }
 
 /// The outcome of waiting for a file's diagnostics.
@@ -484,6 +488,18 @@ impl Client {
             busy: self.busy(),
             basis,
         }
+    }
+
+    /// The status of a diagnostics report: done when it was asked for once the server was
+    /// ([`Report::settled`]), else as [`Self::status`] says now.
+    pub(crate) fn status_of(&self, report: &Report) -> Status {
+        if report.settled {
+            return Status {
+                busy: Vec::new(),
+                basis: Some(report.basis),
+            };
+        }
+        self.status(Some(report.basis))
     }
 
     /// A file's diagnostics as last published, if any were.

@@ -240,7 +240,7 @@ fn file_block(
         Waited::Reported(report) => {
             let old = before.map(|(text, diags)| (text.as_str(), diags.as_slice()));
             let (shown, fixed) = diagnostics::classify(text, &report.published.items, old, filter);
-            let status = client.status(Some(report.basis));
+            let status = client.status_of(&report);
             meta["outcome"] = json!("reported");
             meta["completeness"] = json!(status.word());
             meta["fresh"] = json!(matches!(

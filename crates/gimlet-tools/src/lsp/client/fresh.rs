@@ -91,7 +91,10 @@ impl Client {
         let _in_use = self.in_use();
         let asked = match self.freshness() {
             Freshness::Pull => self.pull_when_idle(path, deadline, cancel).await,
-            Freshness::Tsserver => self.ask_tsserver(path, deadline, cancel).await,
+            Freshness::Tsserver => self
+                .ask_tsserver(path, deadline, cancel)
+                .await
+                .map(|items| (items, false)),
             Freshness::Pushed => {
                 match self
                     .wait_published_or_registered(path, synced, deadline, cancel)
@@ -105,7 +108,7 @@ impl Client {
             }
         };
         match asked {
-            Ok(items) => {
+            Ok((items, settled)) => {
                 let current = self
                     .documents
                     .lock()
@@ -118,7 +121,11 @@ impl Client {
                     Basis::Asked
                 };
                 let published = self.keep(path, Some(current), items);
-                Waited::Reported(Report { published, basis })
+                Waited::Reported(Report {
+                    published,
+                    basis,
+                    settled,
+                })
             }
             Err(RequestError::Exited(reason)) => Waited::Exited(reason),
             Err(RequestError::Timeout { .. } | RequestError::Cancelled) => Waited::TimedOut,
@@ -150,14 +157,17 @@ impl Client {
         path: &Path,
         deadline: tokio::time::Instant,
         cancel: &CancellationToken,
-    ) -> Result<Vec<Diagnostic>, RequestError> {
+    ) -> Result<(Vec<Diagnostic>, bool), RequestError> {
         let first = self.pull(path, deadline, cancel).await?;
-        if self.busy().is_empty() || !self.until_idle(deadline, cancel).await {
-            return Ok(first);
+        if self.busy().is_empty() {
+            return Ok((first, true));
+        }
+        if !self.until_idle(deadline, cancel).await {
+            return Ok((first, false));
         }
         match self.pull(path, deadline, cancel).await {
-            Ok(again) => Ok(again),
-            Err(RequestError::Timeout { .. } | RequestError::Cancelled) => Ok(first),
+            Ok(again) => Ok((again, true)),
+            Err(RequestError::Timeout { .. } | RequestError::Cancelled) => Ok((first, false)),
             Err(err) => Err(err),
         }
     }
@@ -320,7 +330,11 @@ impl Client {
             && let Some(basis) = basis_of(published.version, synced.version)
         {
             // Nothing changed for the server: what it said last for this text still holds.
-            return Some(Waited::Reported(Report { published, basis }));
+            return Some(Waited::Reported(Report {
+                published,
+                basis,
+                settled: false,
+            }));
         }
         let mut got: Option<Report> = None;
         loop {
@@ -336,6 +350,7 @@ impl Client {
                     got = Some(Report {
                         published: p.clone(),
                         basis,
+                        settled: false,
                     });
                 }
                 if let Some(exit) = &state.exit {

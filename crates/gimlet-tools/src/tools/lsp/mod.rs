@@ -322,6 +322,7 @@ async fn answer(
                     basis: crate::lsp::diagnostics::basis_of(published.version, synced.version)
                         .unwrap_or(Basis::Older),
                     published,
+                    settled: false,
                 }),
                 Waited::Exited(reason) => return Err(ToolError::failed(client.gone(reason))),
             };
@@ -618,7 +619,7 @@ fn file_diagnostics(
         ))
         .with_metadata("completeness", json!(status.word()));
     };
-    let status = client.status(Some(report.basis));
+    let status = client.status_of(report);
     let lines = diagnostic_lines(&display, Some(text), &report.published.items);
     let server = format!("{} {}", client.name, status.marker());
     let output = if lines.is_empty() && status.partial() {
