@@ -177,9 +177,9 @@ impl Default for LspConfig {
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct CheckpointsConfig {
-    /// Whether checkpoints are recorded at all (default false, until the scans around a call
-    /// meet their targets in docs/performance.md: on Linux a call that changes nothing now
-    /// does, one that changes many files not yet; elsewhere every scan walks the roots).
+    /// Whether checkpoints are recorded at all: by default on Linux, where an inotify watcher
+    /// keeps the scans around a call within their targets (docs/performance.md), and off on
+    /// macOS and Windows, where every scan still walks the roots whole.
     pub enabled: bool,
     /// The store of a root holds at most this many MiB of content (default 512); the oldest
     /// checkpoints go first.
@@ -209,7 +209,7 @@ impl CheckpointsConfig {
 impl Default for CheckpointsConfig {
     fn default() -> Self {
         Self {
-            enabled: false,
+            enabled: cfg!(target_os = "linux"),
             max_store_mb: 512,
             max_checkpoints: 200,
             max_file_mb: 16,
