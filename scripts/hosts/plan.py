@@ -86,6 +86,29 @@ CALLS = [
             ("diff +", r"^\+\s+3\s+third line EDITED_e5$"),
         ],
     },
+    # Checkpoints (on by default on Linux): a command's change is listed beside the file
+    # tools' and undone like theirs.
+    {
+        "label": "sed",
+        "tool": "bash",
+        "args": {"command": "sed -i 's/first line/first LINE/' notes.txt"},
+        "expect": [("exit status", r"exit code 0", {"exit_code": "0"})],
+    },
+    {
+        "label": "checkpts",
+        "tool": "checkpoints",
+        "args": {},
+        "expect": [
+            ("sed's change", r"M notes\.txt \+1 -1"),
+            ("the write", r"A out_w9/created_w9\.txt \+1 -0"),
+        ],
+    },
+    {
+        "label": "undo sed",
+        "tool": "undo",
+        "args": {},
+        "expect": [("undone", r"`notes\.txt` restored, undoing `bash`")],
+    },
     {
         "label": "read big",
         "tool": "read",
