@@ -134,37 +134,35 @@ fn join(dir: &str, name: &str) -> String {
     }
 }
 
-/// The watched folders directly in folder `dir`.
-fn children(by_path: &BTreeMap<String, i32>, dir: &str) -> Vec<(String, i32)> {
+/// The keys of `map` under folder `dir` (`direct`: only those directly in it), in order.
+fn keys_under<V>(map: &BTreeMap<String, V>, dir: &str, direct: bool) -> Vec<String> {
     let prefix = if dir.is_empty() {
         String::new()
     } else {
         format!("{dir}/")
     };
-    by_path
-        .range(prefix.clone()..)
+    map.range(prefix.clone()..)
         .take_while(|(k, _)| k.starts_with(&prefix))
-        .filter(|(k, _)| !k.is_empty() && !k[prefix.len()..].contains('/'))
-        .map(|(k, wd)| (k.clone(), *wd))
+        .filter(|(k, _)| !(k.is_empty() || direct && k[prefix.len()..].contains('/')))
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+/// The watched folders directly in folder `dir`.
+fn children(by_path: &BTreeMap<String, i32>, dir: &str) -> Vec<(String, i32)> {
+    keys_under(by_path, dir, true)
+        .into_iter()
+        .map(|k| {
+            let wd = by_path[&k];
+            (k, wd)
+        })
         .collect()
 }
 
 /// Takes out of `map` every key under folder `dir` (`direct`: only those directly in it).
 fn take_under<V>(map: &mut BTreeMap<String, V>, dir: &str, direct: bool) -> Vec<(String, V)> {
-    let keys: Vec<String> = if dir.is_empty() {
-        map.keys()
-            .filter(|k| !direct || !k.contains('/'))
-            .cloned()
-            .collect()
-    } else {
-        let prefix = format!("{dir}/");
-        map.range(prefix.clone()..)
-            .take_while(|(k, _)| k.starts_with(&prefix))
-            .filter(|(k, _)| !direct || !k[prefix.len()..].contains('/'))
-            .map(|(k, _)| k.clone())
-            .collect()
-    };
-    keys.into_iter()
+    keys_under(map, dir, direct)
+        .into_iter()
         .filter_map(|k| map.remove(&k).map(|v| (k, v)))
         .collect()
 }
