@@ -14,7 +14,7 @@
 
 mod scan;
 mod store;
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos", windows))]
 mod watch;
 
 use std::collections::BTreeSet;
@@ -162,10 +162,10 @@ pub struct RootCheckpoints {
     dir: PathBuf,
     limits: Limits,
     max_count: usize,
-    /// Whether scans may use a watcher (Linux) instead of a full walk.
+    /// Whether scans may use a watcher (Linux, macOS, Windows) instead of a full walk.
     #[cfg_attr(
-        not(target_os = "linux"),
-        expect(dead_code, reason = "only Linux has a watcher")
+        not(any(target_os = "linux", target_os = "macos", windows)),
+        expect(dead_code, reason = "no watcher on this system")
     )]
     watch: bool,
     /// Held from a call's scan before to its scan after, so that calls of other sessions do
@@ -183,7 +183,7 @@ struct Inner {
     /// Damage found (a list set aside, a blob that does not match).
     damage: Vec<String>,
     /// The watches of the root, when scans can use them.
-    #[cfg(target_os = "linux")]
+    #[cfg(any(target_os = "linux", target_os = "macos", windows))]
     watching: watch::Watching,
 }
 
@@ -250,7 +250,7 @@ impl RootCheckpoints {
             index,
             cache,
             damage,
-            #[cfg(target_os = "linux")]
+            #[cfg(any(target_os = "linux", target_os = "macos", windows))]
             watching: watch::Watching::New,
         };
         let delta = self.scan(&mut inner);
@@ -285,11 +285,11 @@ impl RootCheckpoints {
         })
     }
 
-    /// Scans the root: with the watcher's events where there is one (Linux), else a full walk.
+    /// Scans the root: with the watcher's events where there is one, else a full walk.
     /// Content a full store could not keep gets room made for it afterwards
     /// ([`Self::make_room_for`]).
     fn scan(&self, inner: &mut Inner) -> scan::Delta {
-        #[cfg(target_os = "linux")]
+        #[cfg(any(target_os = "linux", target_os = "macos", windows))]
         let mut delta = if self.watch {
             watch::scan(
                 &self.root,
@@ -302,7 +302,7 @@ impl RootCheckpoints {
         } else {
             scan::scan(&self.root, &mut inner.cache, &mut inner.store, self.limits)
         };
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
         let mut delta = scan::scan(&self.root, &mut inner.cache, &mut inner.store, self.limits);
         self.make_room_for(inner, &mut delta);
         delta

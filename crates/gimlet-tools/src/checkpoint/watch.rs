@@ -1,16 +1,20 @@
-//! Scans that look only where something changed (Linux): an inotify watch on every folder the
-//! walk enters, so that a scan drains the events and lists again only the folders they name.
+//! Scans that look only where something changed: on Linux an inotify watch on every folder the
+//! walk enters, so that a scan drains the events and lists again only the folders they name;
+//! on macOS and Windows one recursive watch on the root (`watch_tree.rs`), whose events name
+//! paths, each mapped to the folder to list again.
 //!
-//! The kernel queues an event when the syscall that caused it runs, so once a command has
-//! ended, reading the queue until it is empty gives every change it made: nothing to flush,
-//! nothing to wait for.
+//! The kernel queues an inotify event when the syscall that caused it runs, so once a command
+//! has ended, reading the queue until it is empty gives every change it made: nothing to
+//! flush, nothing to wait for. FSEvents and `ReadDirectoryChangesW` deliver later, on another
+//! thread: their scans wait for a cookie's event first (`watch_tree.rs`).
 //!
 //! The full walk (`scan::scan_with`) says what a scan means; a scan here gives the same
 //! changes and leaves the same cache, or falls back to it:
-//! - on the first scan (which adds the watches as the walk yields each folder, before the
-//!   walk lists it, so that nothing falls between the walk and the watch);
-//! - when the queue overflowed, an event comes for a watch it does not know, or the root
-//!   itself was moved or removed;
+//! - on the first scan (which sets up the watches before the walk lists a folder, so that
+//!   nothing falls between the walk and the watch);
+//! - when events were lost (inotify's queue overflowed, FSEvents says to scan again, Windows'
+//!   buffer overflowed), an event comes for a watch it does not know or a path outside the
+//!   root, the root itself was moved or removed, or a cookie's event did not come;
 //! - when an ignore file (`.gitignore`, `.ignore`) or a `.git` changed anywhere, or
 //!   `.git/info/exclude` changed (its stat is compared on each scan): what is ignored may
 //!   have changed anywhere below.
@@ -29,19 +33,27 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ffi::OsString;
+#[cfg(target_os = "linux")]
 use std::mem::MaybeUninit;
+#[cfg(target_os = "linux")]
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
 use std::time::SystemTime;
 
+#[cfg(target_os = "linux")]
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
+#[cfg(target_os = "linux")]
 use rustix::io::Errno;
 
 use super::scan::{self, Cache, Delta, Limits, Pass, Stat};
 use super::store::Store;
 
+#[cfg(any(target_os = "macos", windows, all(target_os = "linux", test)))]
+#[path = "watch_tree.rs"]
+mod tree;
+
 /// The events a folder's watch asks for.
+#[cfg(target_os = "linux")]
 fn mask() -> WatchFlags {
     WatchFlags::CREATE
         | WatchFlags::DELETE
@@ -68,10 +80,22 @@ struct Watched {
     ino: u64,
 }
 
+/// Where the events come from.
+#[derive(Debug)]
+enum Source {
+    /// An inotify instance with a watch on every folder (Linux).
+    #[cfg(target_os = "linux")]
+    Inotify(OwnedFd),
+    /// One recursive watch on the root (macOS, Windows; Linux in tests); folders are numbered
+    /// here.
+    #[cfg(any(target_os = "macos", windows, all(target_os = "linux", test)))]
+    Tree { tree: tree::Tree, next: i32 },
+}
+
 /// The watches of one root.
 #[derive(Debug)]
 pub(crate) struct Watcher {
-    fd: OwnedFd,
+    source: Source,
     /// Watch number -> folder.
     dirs: HashMap<i32, Watched>,
     /// Folder -> watch number.
@@ -80,8 +104,8 @@ pub(crate) struct Watcher {
     retired: HashSet<i32>,
     /// The names at the top of the root the walk does not leave out.
     top: BTreeSet<OsString>,
-    /// The stat of `.git/info/exclude` (size, mtime, ctime, inode), if there is one.
-    exclude: Option<(u64, i64, i64, i64, u64)>,
+    /// The stat of `.git/info/exclude`, if there is one.
+    exclude: Option<ExcludeStat>,
     /// A watch could not be added: the watches are incomplete.
     broken: bool,
     /// Test only: the next scan finds the queue overflowed.
@@ -102,6 +126,12 @@ pub(crate) enum Fallback {
     Root,
     /// The queue could not be read.
     Read,
+    /// The cookie could not be made or its event did not come (`watch_tree.rs`).
+    #[cfg_attr(
+        all(target_os = "linux", not(test)),
+        expect(dead_code, reason = "Linux's inotify needs no cookie")
+    )]
+    Sync,
 }
 
 /// What the events of one scan say.
@@ -115,15 +145,20 @@ struct Events {
     gone: Vec<i32>,
 }
 
-fn exclude_stat(root: &Path) -> Option<(u64, i64, i64, i64, u64)> {
+/// What tells that `.git/info/exclude` changed: its size, modification time and (Unix)
+/// change time and inode.
+type ExcludeStat = (u64, Option<SystemTime>, i64, u64);
+
+fn exclude_stat(root: &Path) -> Option<ExcludeStat> {
     let meta = std::fs::symlink_metadata(root.join(".git/info/exclude")).ok()?;
-    Some((
-        meta.len(),
-        meta.mtime(),
-        meta.mtime_nsec(),
-        meta.ctime_nsec() + meta.ctime() * 1_000_000_000,
-        meta.ino(),
-    ))
+    #[cfg(unix)]
+    let (ctime, ino) = {
+        use std::os::unix::fs::MetadataExt as _;
+        (meta.ctime_nsec() + meta.ctime() * 1_000_000_000, meta.ino())
+    };
+    #[cfg(not(unix))]
+    let (ctime, ino) = (0, 0);
+    Some((meta.len(), meta.modified().ok(), ctime, ino))
 }
 
 fn join(dir: &str, name: &str) -> String {
@@ -168,10 +203,28 @@ fn take_under<V>(map: &mut BTreeMap<String, V>, dir: &str, direct: bool) -> Vec<
 }
 
 impl Watcher {
-    /// A new inotify instance, without watches yet.
-    fn new(root: &Path) -> rustix::io::Result<Self> {
+    /// A new watcher: on Linux an inotify instance without watches yet, elsewhere (and on
+    /// Linux when a test asks) the recursive watch of the root.
+    fn new(root: &Path) -> Result<Self, String> {
+        #[cfg(target_os = "linux")]
+        let inotify = || -> Result<Source, String> {
+            Ok(Source::Inotify(
+                inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)
+                    .map_err(|err| err.to_string())?,
+            ))
+        };
+        #[cfg(all(target_os = "linux", test))]
+        let source = if tests::tree_watcher() {
+            Self::tree(root)?
+        } else {
+            inotify()?
+        };
+        #[cfg(all(target_os = "linux", not(test)))]
+        let source = inotify()?;
+        #[cfg(not(target_os = "linux"))]
+        let source = Self::tree(root)?;
         Ok(Self {
-            fd: inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)?,
+            source,
             dirs: HashMap::new(),
             by_path: BTreeMap::new(),
             retired: HashSet::new(),
@@ -183,49 +236,68 @@ impl Watcher {
         })
     }
 
+    #[cfg(any(target_os = "macos", windows, all(target_os = "linux", test)))]
+    fn tree(root: &Path) -> Result<Source, String> {
+        Ok(Source::Tree {
+            tree: tree::Tree::new(root).map_err(|err| err.to_string())?,
+            next: 0,
+        })
+    }
+
     /// Watches folder `rel` (at `path`, inode `ino`).
     fn add(&mut self, path: &Path, rel: &str, ino: u64) {
         if self.broken {
             return;
         }
-        #[cfg(test)]
-        let added = if tests::watch_limit_reached() {
-            Err(Errno::NOSPC)
-        } else {
-            inotify::add_watch(&self.fd, path, mask())
-        };
-        #[cfg(not(test))]
-        let added = inotify::add_watch(&self.fd, path, mask());
-        match added {
-            Ok(wd) => {
-                if let Some(old) = self.dirs.insert(
-                    wd,
-                    Watched {
-                        rel: rel.to_owned(),
-                        ino,
-                    },
-                ) && old.rel != rel
-                {
-                    // The same folder under two names (cannot happen without hard-linked
-                    // folders); keep one.
-                    self.by_path.remove(&old.rel);
+        let wd = match &mut self.source {
+            #[cfg(target_os = "linux")]
+            Source::Inotify(fd) => {
+                #[cfg(test)]
+                let added = if tests::watch_limit_reached() {
+                    Err(Errno::NOSPC)
+                } else {
+                    inotify::add_watch(&*fd, path, mask())
+                };
+                #[cfg(not(test))]
+                let added = inotify::add_watch(&*fd, path, mask());
+                match added {
+                    Ok(wd) => wd,
+                    // Gone or replaced since the walk saw it, or not readable (nor listed
+                    // then): its parent's events tell when that changes.
+                    Err(Errno::NOENT | Errno::NOTDIR | Errno::ACCESS) => return,
+                    Err(err) => {
+                        tracing::debug!(
+                            %err,
+                            path = %path.display(),
+                            "a checkpoint watch could not be added \
+                             (fs.inotify.max_user_watches?); scans of this root walk it whole"
+                        );
+                        self.broken = true;
+                        return;
+                    }
                 }
-                self.retired.remove(&wd);
-                self.by_path.insert(rel.to_owned(), wd);
             }
-            // Gone or replaced since the walk saw it, or not readable (nor listed then): its
-            // parent's events tell when that changes.
-            Err(Errno::NOENT | Errno::NOTDIR | Errno::ACCESS) => {}
-            Err(err) => {
-                tracing::debug!(
-                    %err,
-                    path = %path.display(),
-                    "a checkpoint watch could not be added (fs.inotify.max_user_watches?); \
-                     scans of this root walk it whole"
-                );
-                self.broken = true;
+            // The recursive watch covers it already: only a number for it here.
+            #[cfg(any(target_os = "macos", windows, all(target_os = "linux", test)))]
+            Source::Tree { next, .. } => {
+                *next += 1;
+                *next
             }
+        };
+        if let Some(old) = self.dirs.insert(
+            wd,
+            Watched {
+                rel: rel.to_owned(),
+                ino,
+            },
+        ) && old.rel != rel
+        {
+            // The same folder under two names (cannot happen without hard-linked folders);
+            // keep one.
+            self.by_path.remove(&old.rel);
         }
+        self.retired.remove(&wd);
+        self.by_path.insert(rel.to_owned(), wd);
     }
 
     /// Takes the watches of folder `rel` and of every folder under it off.
@@ -238,20 +310,100 @@ impl Watcher {
             self.dirs.remove(&wd);
             self.retired.insert(wd);
             // Fails for a folder already removed; nothing to do then.
-            let _ = inotify::remove_watch(&self.fd, wd);
+            match &self.source {
+                #[cfg(target_os = "linux")]
+                Source::Inotify(fd) => {
+                    let _ = inotify::remove_watch(fd, wd);
+                }
+                #[cfg(any(target_os = "macos", windows, all(target_os = "linux", test)))]
+                Source::Tree { .. } => {}
+            }
         }
     }
 
-    /// Reads every queued event.
+    /// Every event since the last scan.
     fn drain(&mut self) -> Result<Events, Fallback> {
-        let mut events = Events::default();
-        let mut fallback = None;
         #[cfg(test)]
         if std::mem::take(&mut self.overflow) {
-            fallback = Some(Fallback::Overflow);
+            let _ = self.drain_source();
+            return Err(Fallback::Overflow);
         }
+        self.drain_source()
+    }
+
+    fn drain_source(&mut self) -> Result<Events, Fallback> {
+        match &mut self.source {
+            #[cfg(target_os = "linux")]
+            Source::Inotify(_) => self.drain_inotify(),
+            #[cfg(any(target_os = "macos", windows, all(target_os = "linux", test)))]
+            Source::Tree { tree, .. } => {
+                let changes = tree.sync()?;
+                let mut events = Events::default();
+                for change in changes {
+                    self.note(&mut events, change)?;
+                }
+                Ok(events)
+            }
+        }
+    }
+
+    /// Maps a recursive watch's change of a path to the folder to list again: the path's
+    /// folder when it is known (one the walk entered), else the deepest known folder above
+    /// it, which then lists the name under it (a new folder is walked whole; an ignored one
+    /// is not listed).
+    #[cfg(any(target_os = "macos", windows, all(target_os = "linux", test)))]
+    fn note(&self, events: &mut Events, change: tree::Change) -> Result<(), Fallback> {
+        let parts: Vec<&str> = change.rel.split('/').collect();
+        let (name, folders) = parts.split_last().expect("split gives one part at least");
+        if folders.contains(&".git") {
+            // Inside a repository's `.git`, which no walk enters (`.git/info/exclude` is
+            // compared by its stat).
+            return Ok(());
+        }
+        if rules_file(name.as_bytes()) {
+            return Err(Fallback::Rules);
+        }
+        let mut depth = folders.len();
+        while depth > 0 && !self.by_path.contains_key(&folders[..depth].join("/")) {
+            depth -= 1;
+        }
+        let dir = folders[..depth].join("/");
+        if depth < folders.len() {
+            // Under a folder the walk has not entered (new, or ignored).
+            events
+                .dirty
+                .entry(dir)
+                .or_default()
+                .insert(folders[depth].to_owned());
+            return Ok(());
+        }
+        if change.entry {
+            events
+                .dirs
+                .entry(dir.clone())
+                .or_default()
+                .insert((*name).to_owned());
+        } else if self.by_path.contains_key(&change.rel) {
+            // A known folder's content or times changed (Windows says so of a folder whose
+            // entries changed): list it again.
+            events.dirty.entry(change.rel.clone()).or_default();
+        }
+        events.dirty.entry(dir).or_default().insert((*name).to_owned());
+        Ok(())
+    }
+
+    /// Reads every event in the inotify queue.
+    #[cfg(target_os = "linux")]
+    fn drain_inotify(&mut self) -> Result<Events, Fallback> {
+        let fd = match &self.source {
+            Source::Inotify(fd) => fd,
+            #[cfg(test)]
+            Source::Tree { .. } => unreachable!("drain_inotify is called for inotify"),
+        };
+        let mut events = Events::default();
+        let mut fallback = None;
         let mut buf = [MaybeUninit::<u8>::uninit(); 16 * 1024];
-        let mut reader = inotify::Reader::new(&self.fd, &mut buf);
+        let mut reader = inotify::Reader::new(fd, &mut buf);
         loop {
             let event = match reader.next() {
                 Ok(event) => event,
@@ -328,7 +480,7 @@ pub(crate) enum Watching {
     New,
     /// In place: scans use their events.
     Active(Watcher),
-    /// A watch could not be added (or no instance made): scans walk the root whole.
+    /// A watch could not be added (or no watcher made): scans walk the root whole.
     Off,
 }
 
@@ -370,7 +522,7 @@ pub(crate) fn scan(
     let mut fresh = match Watcher::new(root) {
         Ok(fresh) => Some(fresh),
         Err(err) => {
-            tracing::debug!(%err, "no inotify instance for checkpoints; scans walk the root whole");
+            tracing::debug!(%err, "no file watcher for checkpoints; scans walk the root whole");
             None
         }
     };

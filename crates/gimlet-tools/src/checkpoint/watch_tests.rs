@@ -7,10 +7,27 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
 use super::*;
+use crate::checkpoint::scan::COOKIE_PREFIX;
 
 thread_local! {
     /// Watches this thread may still add (`None`: no limit).
     static WATCHES_LEFT: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+    /// Whether this thread's watchers are the recursive watch of macOS and Windows.
+    static TREE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether a new watcher is the recursive watch of macOS and Windows (here over inotify,
+/// through `notify`) rather than Linux's own.
+pub(super) fn tree_watcher() -> bool {
+    TREE.with(std::cell::Cell::get)
+}
+
+/// Runs `test` with Linux's watcher, then with the recursive watch of macOS and Windows.
+fn with_both(test: impl Fn()) {
+    test();
+    TREE.with(|tree| tree.set(true));
+    test();
+    TREE.with(|tree| tree.set(false));
 }
 
 /// Whether the next watch is one too many (a test's limit on this thread).
@@ -206,6 +223,10 @@ fn step() -> impl Strategy<Value = Step> {
 
 #[test]
 fn the_watcher_finds_what_a_full_walk_finds() {
+    with_both(the_watcher_finds_what_a_full_walk_finds_with);
+}
+
+fn the_watcher_finds_what_a_full_walk_finds_with() {
     let mut runner = TestRunner::new(Config {
         cases: 48,
         failure_persistence: None,
@@ -227,7 +248,11 @@ fn the_watcher_finds_what_a_full_walk_finds() {
             assert_eq!(why, None);
             for step in &steps {
                 apply(&root, step);
-                fx.scan();
+                let (_, why) = fx.scan();
+                // Only a change of the rules is a reason to walk the root whole.
+                if !matches!(step, Step::Ignore(_)) {
+                    assert_eq!(why, None, "after {step:?}");
+                }
             }
             Ok(())
         })
@@ -236,6 +261,10 @@ fn the_watcher_finds_what_a_full_walk_finds() {
 
 #[test]
 fn a_scan_with_events_looks_only_where_they_are() {
+    with_both(a_scan_with_events_looks_only_where_they_are_with);
+}
+
+fn a_scan_with_events_looks_only_where_they_are_with() {
     let mut fx = Fixture::new();
     let root = fx.path();
     fs::create_dir_all(root.join("a/b")).unwrap();
@@ -257,6 +286,10 @@ fn a_scan_with_events_looks_only_where_they_are() {
 
 #[test]
 fn a_lost_event_queue_falls_back_to_a_full_walk() {
+    with_both(a_lost_event_queue_falls_back_to_a_full_walk_with);
+}
+
+fn a_lost_event_queue_falls_back_to_a_full_walk_with() {
     let mut fx = Fixture::new();
     let root = fx.path();
     fs::write(root.join("a"), "1").unwrap();
@@ -274,6 +307,10 @@ fn a_lost_event_queue_falls_back_to_a_full_walk() {
 
 #[test]
 fn a_change_of_the_ignore_rules_falls_back_to_a_full_walk() {
+    with_both(a_change_of_the_ignore_rules_falls_back_to_a_full_walk_with);
+}
+
+fn a_change_of_the_ignore_rules_falls_back_to_a_full_walk_with() {
     let mut fx = Fixture::new();
     let root = fx.path();
     fs::create_dir_all(root.join("sub/gen")).unwrap();
@@ -341,4 +378,50 @@ fn when_watches_run_out_scans_walk_the_root_whole() {
     assert_eq!(paths(&delta), vec!["x/y/z/f"]);
     assert!(matches!(fx.watching, Watching::Off));
     WATCHES_LEFT.with(|left| left.set(None));
+}
+
+#[test]
+fn the_recursive_watch_syncs_on_a_cookie_it_removes_and_never_lists() {
+    TREE.with(|tree| tree.set(true));
+    let mut fx = Fixture::new();
+    let root = fx.path();
+    fs::create_dir_all(root.join("src")).unwrap();
+    fs::create_dir_all(root.join(".git/objects")).unwrap();
+    fs::write(root.join("src/a.rs"), "a").unwrap();
+    fx.scan();
+    assert!(matches!(fx.watcher().source, Source::Tree { .. }));
+    // Many changes just before the scan: all of them have arrived once the cookie's has.
+    for i in 0..200 {
+        fs::write(root.join(format!("src/gen{i}.rs")), "g").unwrap();
+    }
+    let (delta, why) = fx.scan();
+    assert_eq!((delta.changes.len(), why), (200, None));
+    // A repository's own writes inside `.git` are nothing to list and no reason to walk.
+    fs::write(root.join(".git/index"), "index").unwrap();
+    fs::write(root.join(".git/objects/ab"), "object").unwrap();
+    let (delta, why) = fx.scan();
+    assert_eq!((paths(&delta), why), (vec![], None));
+    // No cookie is left behind, and a stray one (another gimlet's) is never listed.
+    let names: Vec<_> = fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(
+        names.iter().all(|n| !n.starts_with(COOKIE_PREFIX)),
+        "{names:?}"
+    );
+    fs::write(root.join(format!("{COOKIE_PREFIX}1-1")), "").unwrap();
+    let (delta, why) = fx.scan();
+    assert_eq!((paths(&delta), why), (vec![], None));
+    // Without the watch's events the cookie never comes back: a full walk with a new watch.
+    if let Source::Tree { tree, .. } = &mut fx.watcher().source {
+        tree.unwatch();
+    }
+    fs::write(root.join("src/a.rs"), "changed").unwrap();
+    let (delta, why) = fx.scan();
+    assert_eq!((paths(&delta), why), (vec!["src/a.rs"], Some(Fallback::Sync)));
+    fs::write(root.join("src/a.rs"), "again").unwrap();
+    let (delta, why) = fx.scan();
+    assert_eq!((paths(&delta), why), (vec!["src/a.rs"], None));
+    TREE.with(|tree| tree.set(false));
 }

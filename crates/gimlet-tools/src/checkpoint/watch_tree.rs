@@ -1,0 +1,207 @@
+//! The events of macOS (FSEvents) and Windows (`ReadDirectoryChangesW`), through `notify`: one
+//! recursive watch on the root, whose events name paths (Linux's inotify names a folder's
+//! entries, `watch.rs`). The tests also run it on Linux, where `notify` uses inotify.
+//!
+//! Unlike inotify's queue, these events reach a thread of `notify`'s, later than the change
+//! that caused them: a scan cannot simply read what has arrived. So each scan makes a
+//! *cookie*, a file `.gimlet-sync-<pid>-<n>` at the top of the root (watchman's way), and
+//! reads events until the cookie's own arrives: every change made before it was made has
+//! arrived then, since the events of one watch arrive in order. The cookie is removed at
+//! once; the walks leave such names out (`scan::walker`). A cookie that cannot be made (a
+//! root that is not writable) or whose event does not come within [`SYNC_WAIT`] makes the
+//! scan a full walk with a new watch.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use notify::event::ModifyKind;
+use notify::{Config, Event, EventKind, EventKindMask, RecommendedWatcher, RecursiveMode};
+use notify::Watcher as _;
+
+use super::Fallback;
+use crate::checkpoint::scan::COOKIE_PREFIX;
+
+/// How long a scan waits for its cookie's event.
+#[cfg(not(test))]
+const SYNC_WAIT: Duration = Duration::from_secs(5);
+#[cfg(test)]
+const SYNC_WAIT: Duration = Duration::from_millis(500);
+
+/// What an event says of a path under the root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Change {
+    /// The path's relative, `/`-separated name (empty: the root).
+    pub(super) rel: String,
+    /// Created, removed, renamed or its metadata changed (a folder so named is walked again);
+    /// else its content or times changed.
+    pub(super) entry: bool,
+}
+
+/// The recursive watch of one root.
+pub(super) struct Tree {
+    watcher: RecommendedWatcher,
+    events: mpsc::Receiver<notify::Result<Event>>,
+    root: PathBuf,
+    /// The root as the system names it (FSEvents reports `/private/var` for `/var`).
+    canonical: Option<PathBuf>,
+    cookies: u64,
+}
+
+impl std::fmt::Debug for Tree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tree")
+            .field("root", &self.root)
+            .field("cookies", &self.cookies)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether an event of `kind` says that an entry came, went or changed what it is.
+fn entry_kind(kind: &EventKind) -> bool {
+    !matches!(
+        kind,
+        EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Any | ModifyKind::Other)
+            | EventKind::Access(_)
+    )
+}
+
+impl Tree {
+    /// Watches `root` and everything under it. Fails when the system refuses (Linux: the
+    /// user's inotify watches used up).
+    pub(super) fn new(root: &Path) -> notify::Result<Self> {
+        let (sender, events) = mpsc::channel();
+        let config = Config::default()
+            .with_event_kinds(EventKindMask::CORE | EventKindMask::ACCESS_CLOSE)
+            .with_follow_symlinks(false);
+        let mut watcher = RecommendedWatcher::new(sender, config)?;
+        watcher.watch(root, RecursiveMode::Recursive)?;
+        Ok(Self {
+            watcher,
+            events,
+            root: root.to_owned(),
+            canonical: std::fs::canonicalize(root).ok().filter(|c| c != root),
+            cookies: 0,
+        })
+    }
+
+    /// The relative name of `path`; `None` outside the root or not UTF-8.
+    fn relative(&self, path: &Path) -> Option<Option<String>> {
+        let rest = path
+            .strip_prefix(&self.root)
+            .ok()
+            .or_else(|| path.strip_prefix(self.canonical.as_ref()?).ok())?;
+        let mut parts = Vec::new();
+        for part in rest.components() {
+            match part {
+                Component::Normal(name) => match name.to_str() {
+                    Some(name) => parts.push(name),
+                    // Not UTF-8: left out of the cache, as by the walk.
+                    None => return Some(None),
+                },
+                Component::CurDir => {}
+                _ => return None,
+            }
+        }
+        Some(Some(parts.join("/")))
+    }
+
+    /// Every change since the last call, up to a cookie made now.
+    pub(super) fn sync(&mut self) -> Result<Vec<Change>, Fallback> {
+        self.cookies += 1;
+        let name = format!("{COOKIE_PREFIX}{}-{}", std::process::id(), self.cookies);
+        let cookie = self.root.join(&name);
+        if let Err(err) = std::fs::File::create_new(&cookie) {
+            tracing::debug!(%err, "no checkpoint cookie in the root; a full scan");
+            return Err(Fallback::Sync);
+        }
+        let result = self.until_cookie(&name);
+        // Its removal's event comes in the next call, and is skipped there.
+        let _ = std::fs::remove_file(&cookie);
+        result
+    }
+
+    fn until_cookie(&mut self, name: &str) -> Result<Vec<Change>, Fallback> {
+        let deadline = Instant::now() + SYNC_WAIT;
+        let mut changes = Vec::new();
+        let mut fallback = None;
+        loop {
+            let event = match self
+                .events
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
+                Ok(Ok(event)) => event,
+                Ok(Err(err)) => {
+                    tracing::debug!(%err, "a checkpoint watch failed");
+                    fallback.get_or_insert(Fallback::Read);
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => return Err(Fallback::Sync),
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Fallback::Read),
+            };
+            if event.need_rescan() {
+                fallback.get_or_insert(Fallback::Overflow);
+            }
+            let entry = entry_kind(&event.kind);
+            let mut synced = false;
+            for path in &event.paths {
+                let Some(rel) = self.relative(path) else {
+                    fallback.get_or_insert(Fallback::UnknownWatch);
+                    continue;
+                };
+                let Some(rel) = rel else { continue };
+                if rel == name {
+                    synced = true;
+                } else if rel.starts_with(COOKIE_PREFIX) && !rel.contains('/') {
+                    // An earlier cookie, or another gimlet's.
+                } else if rel.is_empty() {
+                    if entry {
+                        fallback.get_or_insert(Fallback::Root);
+                    }
+                } else {
+                    changes.push(Change { rel, entry });
+                }
+            }
+            if synced {
+                return match fallback {
+                    Some(why) => Err(why),
+                    None => Ok(changes),
+                };
+            }
+        }
+    }
+
+    /// Stops watching (the events of a dropped watcher stop too).
+    #[cfg(test)]
+    pub(super) fn unwatch(&mut self) {
+        let _ = self.watcher.unwatch(&self.root);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_are_content_changes_and_renames_are_entry_changes() {
+        use notify::event::{
+            AccessKind, AccessMode, CreateKind, DataChange, MetadataKind, RemoveKind, RenameMode,
+        };
+        assert!(!entry_kind(&EventKind::Modify(ModifyKind::Data(
+            DataChange::Content
+        ))));
+        assert!(!entry_kind(&EventKind::Modify(ModifyKind::Any)));
+        assert!(!entry_kind(&EventKind::Access(AccessKind::Close(
+            AccessMode::Write
+        ))));
+        assert!(entry_kind(&EventKind::Create(CreateKind::Folder)));
+        assert!(entry_kind(&EventKind::Remove(RemoveKind::Any)));
+        assert!(entry_kind(&EventKind::Modify(ModifyKind::Name(
+            RenameMode::From
+        ))));
+        assert!(entry_kind(&EventKind::Modify(ModifyKind::Metadata(
+            MetadataKind::Permissions
+        ))));
+        assert!(entry_kind(&EventKind::Any));
+    }
+}
