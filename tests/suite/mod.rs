@@ -6,6 +6,9 @@ mod binary;
 // Shell commands (GNU sed), symbolic links and modes.
 #[cfg(target_os = "linux")]
 mod checkpoints;
+// The watchers of Linux and Windows (macOS's is Windows' code over FSEvents).
+#[cfg(any(target_os = "linux", windows))]
+mod checkpoints_watch;
 mod crash;
 mod dist;
 mod errors;

@@ -161,6 +161,18 @@ fn exclude_stat(root: &Path) -> Option<ExcludeStat> {
     Some((meta.len(), meta.modified().ok(), ctime, ino))
 }
 
+/// A folder's inode (0 where the system has none to give: then only events tell that a
+/// folder was replaced).
+fn ino(entry: &ignore::DirEntry) -> u64 {
+    #[cfg(unix)]
+    return entry.ino().unwrap_or(0);
+    #[cfg(not(unix))]
+    {
+        let _ = entry;
+        0
+    }
+}
+
 fn join(dir: &str, name: &str) -> String {
     if dir.is_empty() {
         name.to_owned()
@@ -280,6 +292,7 @@ impl Watcher {
             // The recursive watch covers it already: only a number for it here.
             #[cfg(any(target_os = "macos", windows, all(target_os = "linux", test)))]
             Source::Tree { next, .. } => {
+                let _ = path;
                 *next += 1;
                 *next
             }
@@ -318,6 +331,16 @@ impl Watcher {
                 #[cfg(any(target_os = "macos", windows, all(target_os = "linux", test)))]
                 Source::Tree { .. } => {}
             }
+        }
+    }
+
+    /// Whether the watch should be set up again before the next scan.
+    fn stale(&self) -> bool {
+        match &self.source {
+            #[cfg(target_os = "linux")]
+            Source::Inotify(_) => false,
+            #[cfg(any(target_os = "macos", windows, all(target_os = "linux", test)))]
+            Source::Tree { tree, .. } => tree.stale(),
         }
     }
 
@@ -388,7 +411,11 @@ impl Watcher {
             // entries changed): list it again.
             events.dirty.entry(change.rel.clone()).or_default();
         }
-        events.dirty.entry(dir).or_default().insert((*name).to_owned());
+        events
+            .dirty
+            .entry(dir)
+            .or_default()
+            .insert((*name).to_owned());
         Ok(())
     }
 
@@ -504,9 +531,16 @@ pub(crate) fn scan(
             };
             match drained {
                 Ok(events) => {
+                    tracing::debug!(
+                        folders = events.dirty.len(),
+                        "a checkpoint scan from the watcher's events"
+                    );
                     let delta = current.apply(root, cache, store, limits, events);
                     if current.broken {
                         *watching = Watching::Off;
+                    } else if current.stale() {
+                        tracing::debug!("a folder was moved: the next scan sets up a new watch");
+                        *watching = Watching::New;
                     }
                     return (delta, None);
                 }
@@ -517,7 +551,7 @@ pub(crate) fn scan(
             }
         }
         Watching::Off => return (scan::scan(root, cache, store, limits), None),
-        Watching::New => {}
+        Watching::New => tracing::debug!("a full checkpoint scan, setting up the watcher"),
     }
     let mut fresh = match Watcher::new(root) {
         Ok(fresh) => Some(fresh),
@@ -528,7 +562,7 @@ pub(crate) fn scan(
     };
     let (delta, top) = scan::scan_with(root, cache, store, limits, &mut |rel, entry| {
         if let Some(fresh) = fresh.as_mut() {
-            fresh.add(entry.path(), rel, entry.ino().unwrap_or(0));
+            fresh.add(entry.path(), rel, ino(entry));
         }
     });
     *watching = match fresh {
@@ -582,7 +616,7 @@ impl Watcher {
                 if entry.file_type().is_some_and(|k| k.is_dir())
                     && let Some(name) = entry.file_name().to_str()
                 {
-                    present.insert(name.to_owned(), entry.ino().unwrap_or(0));
+                    present.insert(name.to_owned(), ino(&entry));
                 }
             }
             for (sub, wd) in children(&self.by_path, dir) {
@@ -669,7 +703,7 @@ impl Watcher {
                 continue;
             };
             if kind.is_dir() {
-                self.add(entry.path(), &rel, entry.ino().unwrap_or(0));
+                self.add(entry.path(), &rel, ino(&entry));
                 continue;
             }
             if !(kind.is_file() || kind.is_symlink()) {

@@ -419,7 +419,10 @@ fn the_recursive_watch_syncs_on_a_cookie_it_removes_and_never_lists() {
     }
     fs::write(root.join("src/a.rs"), "changed").unwrap();
     let (delta, why) = fx.scan();
-    assert_eq!((paths(&delta), why), (vec!["src/a.rs"], Some(Fallback::Sync)));
+    assert_eq!(
+        (paths(&delta), why),
+        (vec!["src/a.rs"], Some(Fallback::Sync))
+    );
     fs::write(root.join("src/a.rs"), "again").unwrap();
     let (delta, why) = fx.scan();
     assert_eq!((paths(&delta), why), (vec!["src/a.rs"], None));

@@ -15,9 +15,9 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use notify::Watcher as _;
 use notify::event::ModifyKind;
 use notify::{Config, Event, EventKind, EventKindMask, RecommendedWatcher, RecursiveMode};
-use notify::Watcher as _;
 
 use super::Fallback;
 use crate::checkpoint::scan::COOKIE_PREFIX;
@@ -46,6 +46,11 @@ pub(super) struct Tree {
     /// The root as the system names it (FSEvents reports `/private/var` for `/var`).
     canonical: Option<PathBuf>,
     cookies: u64,
+    /// A folder was moved (renamed) under the root since the watch began. Wine then reports
+    /// nothing more from inside it; Windows, whose watch follows the tree, should, but that
+    /// could not be tried on a real machine: there, the scan after such a move sets up a new
+    /// watch and walks the root ([`Tree::stale`]).
+    moved_folder: bool,
 }
 
 impl std::fmt::Debug for Tree {
@@ -82,6 +87,7 @@ impl Tree {
             root: root.to_owned(),
             canonical: std::fs::canonicalize(root).ok().filter(|c| c != root),
             cookies: 0,
+            moved_folder: false,
         })
     }
 
@@ -143,8 +149,12 @@ impl Tree {
                 fallback.get_or_insert(Fallback::Overflow);
             }
             let entry = entry_kind(&event.kind);
+            let renamed = matches!(event.kind, EventKind::Modify(ModifyKind::Name(_)));
             let mut synced = false;
             for path in &event.paths {
+                if renamed && path.is_dir() {
+                    self.moved_folder = true;
+                }
                 let Some(rel) = self.relative(path) else {
                     fallback.get_or_insert(Fallback::UnknownWatch);
                     continue;
@@ -169,6 +179,12 @@ impl Tree {
                 };
             }
         }
+    }
+
+    /// Whether the watch should be set up again (Windows, after a folder was moved: see
+    /// [`Tree::moved_folder`]).
+    pub(super) fn stale(&self) -> bool {
+        cfg!(windows) && self.moved_folder
     }
 
     /// Stops watching (the events of a dropped watcher stop too).

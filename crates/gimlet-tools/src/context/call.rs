@@ -335,7 +335,8 @@ impl ToolContext {
 
     /// Runs blocking work (file system, walks) off the async runtime: in place when the call
     /// already runs on a worker thread ([`crate::pipeline::run_on_worker`]), otherwise on the
-    /// blocking pool.
+    /// blocking pool, inside the caller's span (so that its log events still belong to the
+    /// session).
     pub async fn blocking<T, F>(&self, work: F) -> Result<T, ToolError>
     where
         T: Send + 'static,
@@ -345,7 +346,8 @@ impl ToolContext {
         if on_worker() {
             return work(ctx);
         }
-        tokio::task::spawn_blocking(move || work(ctx)).await?
+        let span = tracing::Span::current();
+        tokio::task::spawn_blocking(move || span.in_scope(|| work(ctx))).await?
     }
 
     /// Like [`Self::blocking`], but first tries `work` in place with waiting forbidden
