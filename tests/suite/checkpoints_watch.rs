@@ -1,5 +1,5 @@
 //! Checkpoints follow changes through the system's file events (inotify on Linux,
-//! `ReadDirectoryChangesW` on Windows, run under Wine by `scripts/wine.sh`; FSEvents on macOS
+//! `ReadDirectoryChangesW` on Windows, run under Wine by `scripts/wine.sh`; `FSEvents` on macOS
 //! shares the Windows code): what a program other than gimlet changes between two calls is
 //! listed as not the agent's, and the scans after the first are made from the watcher's
 //! events, not by walking the root (the debug messages a client is sent say which).
@@ -175,6 +175,89 @@ fn outside_before(listing: &str, name: &str) -> std::collections::BTreeSet<Strin
     paths
 }
 
+/// Files and folders the random changes pick from.
+const FILES: [&str; 7] = [
+    "a.txt",
+    "src/b.rs",
+    "src/deep/c.rs",
+    "d/e.txt",
+    "d/f/g.txt",
+    "n/x.txt",
+    "n/m/y.txt",
+];
+const DIRS: [&str; 5] = ["src", "src/deep", "d", "n", "n/m"];
+
+/// A small random number source (xorshift): the same rounds on every system.
+struct Dice(u64);
+
+impl Dice {
+    fn roll(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        usize::try_from(self.0 % n as u64).unwrap()
+    }
+}
+
+/// Makes change `step` of round `round` under `root` (whose files were `before`), as another
+/// program would; returns whether it moved a folder.
+fn change(
+    root: &Path,
+    round: usize,
+    step: usize,
+    dice: &mut Dice,
+    before: &std::collections::BTreeMap<String, Vec<u8>>,
+) -> bool {
+    let file = |i: usize| at(root, FILES[i]);
+    let dir = |i: usize| at(root, DIRS[i]);
+    match step {
+        0 => {
+            let path = file(dice.roll(FILES.len()));
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, format!("{round}\n").repeat(dice.roll(3))).unwrap();
+        }
+        1 => {
+            // Any file there is, moved folders' included.
+            let existing: Vec<&String> = before.keys().collect();
+            let path = at(root, existing[dice.roll(existing.len())]);
+            std::fs::write(&path, format!("{round}\n")).unwrap();
+        }
+        2 => {
+            let _ = std::fs::remove_file(file(dice.roll(FILES.len())));
+        }
+        3 => {
+            let to = file(dice.roll(FILES.len()));
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            let _ = std::fs::rename(file(dice.roll(FILES.len())), to);
+        }
+        4 => {
+            let base = dir(dice.roll(DIRS.len())).join(format!("new{round}"));
+            std::fs::create_dir_all(base.join("inner")).unwrap();
+            std::fs::write(base.join("one"), "1").unwrap();
+            std::fs::write(base.join("inner").join("two"), "2").unwrap();
+        }
+        5 => {
+            // A folder moved to a new name, at the top or into another folder.
+            let from = dir(dice.roll(DIRS.len()));
+            let into = dir(dice.roll(DIRS.len()));
+            let parent = if into.is_dir() && !into.starts_with(&from) {
+                into
+            } else {
+                root.to_owned()
+            };
+            if from.is_dir() {
+                std::fs::rename(&from, parent.join(format!("moved{round}"))).unwrap();
+                return true;
+            }
+        }
+        _ => {
+            std::fs::create_dir_all(at(root, "build/sub")).unwrap();
+            std::fs::write(at(root, &format!("build/sub/f{round}")), "o").unwrap();
+        }
+    }
+    false
+}
+
 /// Random changes by another program, each followed by a call: the entry before the call
 /// lists exactly the files whose content changed, came or went (the full walk's answer,
 /// computed here from the tree itself).
@@ -192,16 +275,6 @@ async fn random_outside_changes_are_each_listed_exactly() {
         .await
         .unwrap();
     let root = gimlet.root();
-    const FILES: [&str; 7] = [
-        "a.txt",
-        "src/b.rs",
-        "src/deep/c.rs",
-        "d/e.txt",
-        "d/f/g.txt",
-        "n/x.txt",
-        "n/m/y.txt",
-    ];
-    const DIRS: [&str; 5] = ["src", "src/deep", "d", "n", "n/m"];
     gimlet.write(".gitignore", "build/\n");
     for (i, file) in FILES.iter().enumerate() {
         gimlet.write(file, format!("{i}\n"));
@@ -209,64 +282,12 @@ async fn random_outside_changes_are_each_listed_exactly() {
     write(&gimlet, "w0.txt").await;
     // (That call's scan before walked the root: the .gitignore was new.)
     let first = messages(&gimlet).len();
-    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut next = |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        usize::try_from(seed % n as u64).unwrap()
-    };
+    let mut dice = Dice(0x9E37_79B9_7F4A_7C15);
     let mut moves = 0;
     for round in 1..=60 {
         let before = files(&root);
-        let file = |i: usize| at(&root, FILES[i]);
-        let dir = |i: usize| at(&root, DIRS[i]);
-        let step = next(7);
-        match step {
-            0 => {
-                let path = file(next(FILES.len()));
-                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-                std::fs::write(&path, format!("{round}\n").repeat(next(3))).unwrap();
-            }
-            1 => {
-                // Any file there is, moved folders' included.
-                let existing: Vec<&String> = before.keys().collect();
-                let path = at(&root, existing[next(existing.len())]);
-                std::fs::write(&path, format!("{round}\n")).unwrap();
-            }
-            2 => {
-                let _ = std::fs::remove_file(file(next(FILES.len())));
-            }
-            3 => {
-                let to = file(next(FILES.len()));
-                std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-                let _ = std::fs::rename(file(next(FILES.len())), to);
-            }
-            4 => {
-                let base = dir(next(DIRS.len())).join(format!("new{round}"));
-                std::fs::create_dir_all(base.join("inner")).unwrap();
-                std::fs::write(base.join("one"), "1").unwrap();
-                std::fs::write(base.join("inner").join("two"), "2").unwrap();
-            }
-            5 => {
-                // A folder moved to a new name, at the top or into another folder.
-                let from = dir(next(DIRS.len()));
-                let into = dir(next(DIRS.len()));
-                let parent = if into.is_dir() && !into.starts_with(&from) {
-                    into
-                } else {
-                    root.clone()
-                };
-                if from.is_dir() {
-                    std::fs::rename(&from, parent.join(format!("moved{round}"))).unwrap();
-                    moves += 1;
-                }
-            }
-            _ => {
-                std::fs::create_dir_all(at(&root, "build/sub")).unwrap();
-                std::fs::write(at(&root, &format!("build/sub/f{round}")), "o").unwrap();
-            }
-        }
+        let step = dice.roll(7);
+        moves += usize::from(change(&root, round, step, &mut dice, &before));
         let after = files(&root);
         let expected: std::collections::BTreeSet<String> = before
             .keys()

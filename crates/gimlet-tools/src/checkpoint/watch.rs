@@ -5,14 +5,14 @@
 //!
 //! The kernel queues an inotify event when the syscall that caused it runs, so once a command
 //! has ended, reading the queue until it is empty gives every change it made: nothing to
-//! flush, nothing to wait for. FSEvents and `ReadDirectoryChangesW` deliver later, on another
+//! flush, nothing to wait for. `FSEvents` and `ReadDirectoryChangesW` deliver later, on another
 //! thread: their scans wait for a cookie's event first (`watch_tree.rs`).
 //!
 //! The full walk (`scan::scan_with`) says what a scan means; a scan here gives the same
 //! changes and leaves the same cache, or falls back to it:
 //! - on the first scan (which sets up the watches before the walk lists a folder, so that
 //!   nothing falls between the walk and the watch);
-//! - when events were lost (inotify's queue overflowed, FSEvents says to scan again, Windows'
+//! - when events were lost (inotify's queue overflowed, `FSEvents` says to scan again, Windows'
 //!   buffer overflowed), an event comes for a watch it does not know or a path outside the
 //!   root, the root itself was moved or removed, or a cookie's event did not come;
 //! - when an ignore file (`.gitignore`, `.ignore`) or a `.git` changed anywhere, or
@@ -357,12 +357,12 @@ impl Watcher {
     fn drain_source(&mut self) -> Result<Events, Fallback> {
         match &mut self.source {
             #[cfg(target_os = "linux")]
-            Source::Inotify(_) => self.drain_inotify(),
+            Source::Inotify(fd) => Self::drain_inotify(fd, &self.dirs, &self.retired),
             #[cfg(any(target_os = "macos", windows, all(target_os = "linux", test)))]
             Source::Tree { tree, .. } => {
                 let changes = tree.sync()?;
                 let mut events = Events::default();
-                for change in changes {
+                for change in &changes {
                     self.note(&mut events, change)?;
                 }
                 Ok(events)
@@ -375,9 +375,11 @@ impl Watcher {
     /// it, which then lists the name under it (a new folder is walked whole; an ignored one
     /// is not listed).
     #[cfg(any(target_os = "macos", windows, all(target_os = "linux", test)))]
-    fn note(&self, events: &mut Events, change: tree::Change) -> Result<(), Fallback> {
+    fn note(&self, events: &mut Events, change: &tree::Change) -> Result<(), Fallback> {
         let parts: Vec<&str> = change.rel.split('/').collect();
-        let (name, folders) = parts.split_last().expect("split gives one part at least");
+        let Some((name, folders)) = parts.split_last() else {
+            return Ok(());
+        };
         if folders.contains(&".git") {
             // Inside a repository's `.git`, which no walk enters (`.git/info/exclude` is
             // compared by its stat).
@@ -421,12 +423,11 @@ impl Watcher {
 
     /// Reads every event in the inotify queue.
     #[cfg(target_os = "linux")]
-    fn drain_inotify(&mut self) -> Result<Events, Fallback> {
-        let fd = match &self.source {
-            Source::Inotify(fd) => fd,
-            #[cfg(test)]
-            Source::Tree { .. } => unreachable!("drain_inotify is called for inotify"),
-        };
+    fn drain_inotify(
+        fd: &OwnedFd,
+        dirs: &HashMap<i32, Watched>,
+        retired: &HashSet<i32>,
+    ) -> Result<Events, Fallback> {
         let mut events = Events::default();
         let mut fallback = None;
         let mut buf = [MaybeUninit::<u8>::uninit(); 16 * 1024];
@@ -444,8 +445,8 @@ impl Watcher {
                 continue;
             }
             let wd = event.wd();
-            let Some(watched) = self.dirs.get(&wd) else {
-                if !self.retired.contains(&wd) && !flags.contains(ReadFlags::IGNORED) {
+            let Some(watched) = dirs.get(&wd) else {
+                if !retired.contains(&wd) && !flags.contains(ReadFlags::IGNORED) {
                     fallback.get_or_insert(Fallback::UnknownWatch);
                 }
                 continue;
@@ -506,7 +507,7 @@ pub(crate) enum Watching {
     #[default]
     New,
     /// In place: scans use their events.
-    Active(Watcher),
+    Active(Box<Watcher>),
     /// A watch could not be added (or no watcher made): scans walk the root whole.
     Off,
 }
@@ -568,7 +569,7 @@ pub(crate) fn scan(
     *watching = match fresh {
         Some(mut fresh) if !fresh.broken => {
             fresh.top = top;
-            Watching::Active(fresh)
+            Watching::Active(Box::new(fresh))
         }
         Some(_) | None => Watching::Off,
     };
@@ -616,7 +617,7 @@ impl Watcher {
                 if entry.file_type().is_some_and(|k| k.is_dir())
                     && let Some(name) = entry.file_name().to_str()
                 {
-                    present.insert(name.to_owned(), ino(&entry));
+                    present.insert(name.to_owned(), ino(entry));
                 }
             }
             for (sub, wd) in children(&self.by_path, dir) {

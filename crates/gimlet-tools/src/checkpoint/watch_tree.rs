@@ -1,4 +1,4 @@
-//! The events of macOS (FSEvents) and Windows (`ReadDirectoryChangesW`), through `notify`: one
+//! The events of macOS (`FSEvents`) and Windows (`ReadDirectoryChangesW`), through `notify`: one
 //! recursive watch on the root, whose events name paths (Linux's inotify names a folder's
 //! entries, `watch.rs`). The tests also run it on Linux, where `notify` uses inotify.
 //!
@@ -38,12 +38,26 @@ pub(super) struct Change {
     pub(super) entry: bool,
 }
 
+/// Where an event's path is.
+enum Place {
+    /// Under the root: its relative, `/`-separated name (empty: the root).
+    Under(String),
+    /// Under the root, with a name that is not UTF-8: left out of the cache, as by the walk.
+    NotUtf8,
+    /// Not under the root.
+    Outside,
+}
+
 /// The recursive watch of one root.
 pub(super) struct Tree {
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "held for its events: dropping it ends them")
+    )]
     watcher: RecommendedWatcher,
     events: mpsc::Receiver<notify::Result<Event>>,
     root: PathBuf,
-    /// The root as the system names it (FSEvents reports `/private/var` for `/var`).
+    /// The root as the system names it (`FSEvents` reports `/private/var` for `/var`).
     canonical: Option<PathBuf>,
     cookies: u64,
     /// A folder was moved (renamed) under the root since the watch began. Wine then reports
@@ -63,7 +77,7 @@ impl std::fmt::Debug for Tree {
 }
 
 /// Whether an event of `kind` says that an entry came, went or changed what it is.
-fn entry_kind(kind: &EventKind) -> bool {
+fn entry_kind(kind: EventKind) -> bool {
     !matches!(
         kind,
         EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Any | ModifyKind::Other)
@@ -91,25 +105,27 @@ impl Tree {
         })
     }
 
-    /// The relative name of `path`; `None` outside the root or not UTF-8.
-    fn relative(&self, path: &Path) -> Option<Option<String>> {
-        let rest = path
+    /// Where `path` is.
+    fn place(&self, path: &Path) -> Place {
+        let Some(rest) = path
             .strip_prefix(&self.root)
             .ok()
-            .or_else(|| path.strip_prefix(self.canonical.as_ref()?).ok())?;
+            .or_else(|| path.strip_prefix(self.canonical.as_ref()?).ok())
+        else {
+            return Place::Outside;
+        };
         let mut parts = Vec::new();
         for part in rest.components() {
             match part {
                 Component::Normal(name) => match name.to_str() {
                     Some(name) => parts.push(name),
-                    // Not UTF-8: left out of the cache, as by the walk.
-                    None => return Some(None),
+                    None => return Place::NotUtf8,
                 },
                 Component::CurDir => {}
-                _ => return None,
+                _ => return Place::Outside,
             }
         }
-        Some(Some(parts.join("/")))
+        Place::Under(parts.join("/"))
     }
 
     /// Every change since the last call, up to a cookie made now.
@@ -148,18 +164,21 @@ impl Tree {
             if event.need_rescan() {
                 fallback.get_or_insert(Fallback::Overflow);
             }
-            let entry = entry_kind(&event.kind);
+            let entry = entry_kind(event.kind);
             let renamed = matches!(event.kind, EventKind::Modify(ModifyKind::Name(_)));
             let mut synced = false;
             for path in &event.paths {
                 if renamed && path.is_dir() {
                     self.moved_folder = true;
                 }
-                let Some(rel) = self.relative(path) else {
-                    fallback.get_or_insert(Fallback::UnknownWatch);
-                    continue;
+                let rel = match self.place(path) {
+                    Place::Under(rel) => rel,
+                    Place::NotUtf8 => continue,
+                    Place::Outside => {
+                        fallback.get_or_insert(Fallback::UnknownWatch);
+                        continue;
+                    }
                 };
-                let Some(rel) = rel else { continue };
                 if rel == name {
                     synced = true;
                 } else if rel.starts_with(COOKIE_PREFIX) && !rel.contains('/') {
@@ -203,21 +222,21 @@ mod tests {
         use notify::event::{
             AccessKind, AccessMode, CreateKind, DataChange, MetadataKind, RemoveKind, RenameMode,
         };
-        assert!(!entry_kind(&EventKind::Modify(ModifyKind::Data(
+        assert!(!entry_kind(EventKind::Modify(ModifyKind::Data(
             DataChange::Content
         ))));
-        assert!(!entry_kind(&EventKind::Modify(ModifyKind::Any)));
-        assert!(!entry_kind(&EventKind::Access(AccessKind::Close(
+        assert!(!entry_kind(EventKind::Modify(ModifyKind::Any)));
+        assert!(!entry_kind(EventKind::Access(AccessKind::Close(
             AccessMode::Write
         ))));
-        assert!(entry_kind(&EventKind::Create(CreateKind::Folder)));
-        assert!(entry_kind(&EventKind::Remove(RemoveKind::Any)));
-        assert!(entry_kind(&EventKind::Modify(ModifyKind::Name(
+        assert!(entry_kind(EventKind::Create(CreateKind::Folder)));
+        assert!(entry_kind(EventKind::Remove(RemoveKind::Any)));
+        assert!(entry_kind(EventKind::Modify(ModifyKind::Name(
             RenameMode::From
         ))));
-        assert!(entry_kind(&EventKind::Modify(ModifyKind::Metadata(
+        assert!(entry_kind(EventKind::Modify(ModifyKind::Metadata(
             MetadataKind::Permissions
         ))));
-        assert!(entry_kind(&EventKind::Any));
+        assert!(entry_kind(EventKind::Any));
     }
 }
