@@ -177,9 +177,10 @@ impl Default for LspConfig {
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct CheckpointsConfig {
-    /// Whether checkpoints are recorded at all: by default on Linux, where an inotify watcher
-    /// keeps the scans around a call within their targets (docs/performance.md), and off on
-    /// macOS and Windows, where every scan still walks the roots whole.
+    /// Whether checkpoints are recorded at all: by default on Linux, macOS and Windows, where a
+    /// watcher of the file system's events (inotify, `FSEvents`, `ReadDirectoryChangesW`) keeps
+    /// the scans around a call within their targets (docs/performance.md); off elsewhere, where
+    /// every scan would walk the roots whole.
     pub enabled: bool,
     /// The store of a root holds at most this many MiB of content (default 512); the oldest
     /// checkpoints go first.
@@ -189,9 +190,9 @@ pub struct CheckpointsConfig {
     /// Files larger than this many MiB are recorded as changed but not kept, so they cannot be
     /// restored (default 16).
     pub max_file_mb: u64,
-    /// Whether a scan may look only where the file system reported changes (Linux: inotify
-    /// watches on the folders of each root; default true). False walks every root whole on
-    /// every scan, as on other systems.
+    /// Whether a scan may look only where the file system reported changes (default true):
+    /// inotify watches on the folders of each root on Linux, one recursive watch per root on
+    /// macOS and Windows. False walks every root whole on every scan, as on other systems.
     pub watch: bool,
 }
 
@@ -209,7 +210,7 @@ impl CheckpointsConfig {
 impl Default for CheckpointsConfig {
     fn default() -> Self {
         Self {
-            enabled: cfg!(target_os = "linux"),
+            enabled: cfg!(any(target_os = "linux", target_os = "macos", windows)),
             max_store_mb: 512,
             max_checkpoints: 200,
             max_file_mb: 16,

@@ -148,7 +148,7 @@ pub(crate) fn state_now(path: &Path, store: &mut Store, limits: Limits) -> io::R
 /// The walker of a folder under a root: hidden files included, `.gitignore` (also outside a
 /// repository), `.ignore` and `.git/info/exclude` honoured (those of the folders above it
 /// too, so a walk of a subfolder applies the same rules as the walk of the root), symlinks not
-/// followed, `.git` never entered, a watcher's cookies left out.
+/// followed, `.git` never entered.
 pub(super) fn walker(dir: &Path) -> ignore::WalkBuilder {
     let mut builder = ignore::WalkBuilder::new(dir);
     builder
@@ -159,19 +159,9 @@ pub(super) fn walker(dir: &Path) -> ignore::WalkBuilder {
         .parents(true)
         .require_git(false)
         .follow_links(false)
-        .filter_entry(|entry| {
-            entry.file_name() != ".git"
-                && !entry
-                    .file_name()
-                    .to_str()
-                    .is_some_and(|name| name.starts_with(COOKIE_PREFIX))
-        });
+        .filter_entry(|entry| entry.file_name() != ".git");
     builder
 }
-
-/// The names of the files a watcher makes at the top of a root to know that it has every event
-/// up to then (`watch_tree.rs`); never part of a scan.
-pub(crate) const COOKIE_PREFIX: &str = ".gimlet-sync-";
 
 /// The relative, `/`-separated name of `path` under `root`; `None` for names that are not
 /// UTF-8 (left out: the index is JSON).

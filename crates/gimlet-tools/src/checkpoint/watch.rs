@@ -545,6 +545,16 @@ pub(crate) fn scan(
                     }
                     return (delta, None);
                 }
+                Err(Fallback::Sync) => {
+                    // The cookie could not be made, or its event did not come within the wait:
+                    // each scan would wait as long again. Full walks from now on.
+                    tracing::debug!(
+                        root = %root.display(),
+                        "the checkpoint watcher did not answer; scans of this root walk it whole"
+                    );
+                    *watching = Watching::Off;
+                    return (scan::scan(root, cache, store, limits), Some(Fallback::Sync));
+                }
                 Err(fallback) => {
                     tracing::debug!(?fallback, root = %root.display(), "a full checkpoint scan");
                     why = Some(fallback);

@@ -6,10 +6,13 @@
 //! that caused them: a scan cannot simply read what has arrived. So each scan makes a
 //! *cookie*, a file `.gimlet-sync-<pid>-<n>` at the top of the root (watchman's way), and
 //! reads events until the cookie's own arrives: every change made before it was made has
-//! arrived then, since the events of one watch arrive in order. The cookie is removed at
-//! once; the walks leave such names out (`scan::walker`). A cookie that cannot be made (a
-//! root that is not writable) or whose event does not come within [`SYNC_WAIT`] makes the
-//! scan a full walk with a new watch.
+//! arrived then, since the events of one watch arrive in order. The cookie is removed at once,
+//! before the scan lists anything, and the events of the latest few cookies' names are
+//! skipped while no file has that name. Nothing else is skipped: a file a command names like a cookie is captured as any
+//! other (a name it guesses before gimlet makes it only makes the cookie fail, below). A cookie that cannot be made (a
+//! root that is not writable) or whose event does not come within [`SYNC_WAIT`] makes this
+//! scan and every later one of the root a full walk (`watch::scan`): each would wait as long
+//! again.
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::mpsc;
@@ -20,7 +23,13 @@ use notify::event::ModifyKind;
 use notify::{Config, Event, EventKind, EventKindMask, RecommendedWatcher, RecursiveMode};
 
 use super::Fallback;
-use crate::checkpoint::scan::COOKIE_PREFIX;
+
+/// The start of a cookie's name.
+pub(super) const COOKIE_PREFIX: &str = ".gimlet-sync-";
+
+/// How many of the latest cookies' names are remembered, so that the events of their removal
+/// are skipped when they come.
+const RECENT_COOKIES: usize = 4;
 
 /// How long a scan waits for its cookie's event.
 #[cfg(not(test))]
@@ -60,6 +69,10 @@ pub(super) struct Tree {
     /// The root as the system names it (`FSEvents` reports `/private/var` for `/var`).
     canonical: Option<PathBuf>,
     cookies: u64,
+    /// Cookies not removed yet.
+    leftovers: Vec<PathBuf>,
+    /// The names of the latest cookies (their removals' events are skipped).
+    recent: std::collections::VecDeque<String>,
     /// A folder was moved (renamed) under the root since the watch began. Wine then reports
     /// nothing more from inside it; Windows, whose watch follows the tree, should, but that
     /// could not be tried on a real machine: there, the scan after such a move sets up a new
@@ -73,6 +86,14 @@ impl std::fmt::Debug for Tree {
             .field("root", &self.root)
             .field("cookies", &self.cookies)
             .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        for cookie in &self.leftovers {
+            let _ = std::fs::remove_file(cookie);
+        }
     }
 }
 
@@ -101,6 +122,8 @@ impl Tree {
             root: root.to_owned(),
             canonical: std::fs::canonicalize(root).ok().filter(|c| c != root),
             cookies: 0,
+            leftovers: Vec::new(),
+            recent: std::collections::VecDeque::new(),
             moved_folder: false,
         })
     }
@@ -137,9 +160,16 @@ impl Tree {
             tracing::debug!(%err, "no checkpoint cookie in the root; a full scan");
             return Err(Fallback::Sync);
         }
+        if self.recent.len() == RECENT_COOKIES {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(name.clone());
         let result = self.until_cookie(&name);
-        // Its removal's event comes in the next call, and is skipped there.
-        let _ = std::fs::remove_file(&cookie);
+        // Its removal's event comes in the next call, and is skipped there. A removal that
+        // fails (Windows: a scanner holding the file open) is tried again at each call.
+        self.leftovers.push(cookie);
+        self.leftovers
+            .retain(|cookie| std::fs::remove_file(cookie).is_err() && cookie.exists());
         result
     }
 
@@ -181,8 +211,11 @@ impl Tree {
                 };
                 if rel == name {
                     synced = true;
-                } else if rel.starts_with(COOKIE_PREFIX) && !rel.contains('/') {
-                    // An earlier cookie, or another gimlet's.
+                } else if self.recent.contains(&rel) && std::fs::symlink_metadata(path).is_err()
+                    || self.leftovers.iter().any(|c| c.ends_with(&rel))
+                {
+                    // An earlier cookie, removed (a file made again under its name is a
+                    // change as any other), or one that could not be removed yet.
                 } else if rel.is_empty() {
                     if entry {
                         fallback.get_or_insert(Fallback::Root);
