@@ -51,7 +51,8 @@ fn project(gimlet: &Gimlet) {
     std::os::unix::fs::symlink("a.txt", gimlet.root().join("link")).unwrap();
 }
 
-/// Checkpoints are off by default (until the scan meets its targets): these turn them on.
+/// Checkpoints are on by default on the systems these tests run on; the config says so
+/// anyway, so that the tests do not depend on the default.
 const ON: &str = "[checkpoints]\nenabled = true\n";
 
 /// gimlet with checkpoints on; the folder holds its config.

@@ -3,7 +3,7 @@
 //!
 //! `cargo bench -p gimlet-tools --bench checkpoint --profile measure` runs a caller-provided
 //! mutating tool (it writes `count` files, or none) through the whole pipeline with
-//! checkpoints off, on (with the Linux watcher where there is one) and on with a full walk
+//! checkpoints off, on (with the system's watcher) and on with a full walk
 //! for every scan (`[checkpoints] watch = false`), and prints the medians: the difference is
 //! the scan before and after the call. Each baseline (the first scan, which copies the tree
 //! into the store) is built before timing.
