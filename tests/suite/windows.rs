@@ -539,3 +539,109 @@ async fn a_server_over_its_memory_cap_is_restarted_with_a_note() {
     );
     gimlet.stop().await;
 }
+
+/// Every file under `root` with its content (`/`-separated names), and the folders.
+fn snapshot(root: &Path) -> std::collections::BTreeMap<String, Option<Vec<u8>>> {
+    let mut found = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .replace('\\', "/");
+            if path.is_dir() {
+                found.insert(rel, None);
+                stack.push(path);
+            } else {
+                found.insert(rel, Some(std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    found
+}
+
+/// Checkpoints on Windows (on by default): what a `cmd` command changed (a file rewritten,
+/// one deleted, one moved, 50 generated in a new folder) is listed and undone byte for byte;
+/// a restore is refused when the file changed since, and with `overwrite` goes through.
+#[tokio::test]
+async fn a_commands_changes_are_listed_undone_and_restored() {
+    let config = r#"
+[tools.bash]
+shell = 'C:\windows\system32\cmd.exe'
+
+[[permissions.rules]]
+action = "allow"
+tool = "bash"
+pattern = "*"
+"#;
+    let (gimlet, _config) =
+        Gimlet::start_with_config(TestClient::default(), config, &["--sandbox", "off"]).await;
+    let root = gimlet.root();
+    gimlet.write("a.txt", "alpha\r\n");
+    gimlet.write("b.txt", "bee\r\n");
+    gimlet.write("c.txt", "sea\r\n");
+    gimlet.write(r"dir\d.txt", "dee\r\n");
+    // A generator (a batch file: the command line itself is checked against the rules, and a
+    // `%i` there cannot be).
+    gimlet.write(
+        "gen.cmd",
+        "@mkdir gen\r\n@for /l %%i in (1,1,50) do @echo %%i> gen\\f%%i.txt\r\n",
+    );
+    ok_text(&gimlet.call("ls", json!({})).await);
+    let before = snapshot(&root);
+    let command = "echo changed> a.txt & del b.txt & move c.txt moved.txt >nul & gen.cmd";
+    let text = ok_text(&gimlet.call("bash", json!({"command": command})).await);
+    assert!(text.contains("exit code 0"), "{text}");
+    let listing = allowed(&gimlet, "checkpoints", "after a cmd command", json!({})).await;
+    for line in [
+        "M a.txt +1 -1",
+        "D b.txt",
+        "R c.txt -> moved.txt",
+        "A gen/f1.txt +1",
+        "A gen/f19.txt +1",
+    ] {
+        assert!(listing.contains(line), "{line:?} not in\n{listing}");
+    }
+    allowed(&gimlet, "undo", "the cmd command", json!({})).await;
+    assert_eq!(snapshot(&root), before, "undo did not put the tree back");
+    row("undo", "a cmd command's 53 changes", "byte for byte");
+    // Again, then the user edits the file, and the restore is refused.
+    let text = ok_text(
+        &gimlet
+            .call("bash", json!({"command": "echo again> a.txt"}))
+            .await,
+    );
+    assert!(text.contains("exit code 0"), "{text}");
+    let listing = ok_text(&gimlet.call("checkpoints", json!({})).await);
+    let id = listing
+        .lines()
+        .find_map(|line| {
+            let rest = line.trim_start().strip_prefix('#')?;
+            let (id, after) = rest.split_once(' ')?;
+            after.starts_with("bash").then(|| id.to_owned())
+        })
+        .unwrap();
+    std::fs::write(root.join("a.txt"), "mine\r\n").unwrap();
+    let id: u64 = id.parse().unwrap();
+    let text = err_text(&gimlet.call("restore", json!({"checkpoint": id})).await);
+    assert!(text.contains("`a.txt` changed since checkpoint"), "{text}");
+    assert_eq!(std::fs::read(root.join("a.txt")).unwrap(), b"mine\r\n");
+    row(
+        "restore",
+        "a file the user changed since",
+        "refused, nothing written",
+    );
+    let text = ok_text(
+        &gimlet
+            .call("restore", json!({"checkpoint": id, "overwrite": true}))
+            .await,
+    );
+    assert!(text.contains("`a.txt` restored"), "{text}");
+    assert_eq!(std::fs::read(root.join("a.txt")).unwrap(), b"alpha\r\n");
+    row("restore", "with overwrite", "restored");
+    gimlet.stop().await;
+}

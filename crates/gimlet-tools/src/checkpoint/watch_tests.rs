@@ -381,7 +381,7 @@ fn when_watches_run_out_scans_walk_the_root_whole() {
 }
 
 #[test]
-fn the_recursive_watch_syncs_on_a_cookie_it_removes_and_never_lists() {
+fn the_recursive_watch_syncs_on_a_cookie_it_removes_and_hides_nothing() {
     TREE.with(|tree| tree.set(true));
     let mut fx = Fixture::new();
     let root = fx.path();
