@@ -30,6 +30,22 @@ fn messages(gimlet: &Gimlet) -> Vec<String> {
         .collect()
 }
 
+/// Why scans after the `first` message walked the root whole, but for the reason Windows
+/// has to (a folder moved or removed: Wine reports some such moves by one name alone).
+fn fallbacks(gimlet: &Gimlet, first: usize) -> Vec<String> {
+    gimlet
+        .handler
+        .logs
+        .lock()
+        .unwrap()
+        .iter()
+        .skip(first)
+        .filter(|m| m.data["message"] == "a full checkpoint scan")
+        .map(|m| m.data["fallback"].to_string())
+        .filter(|why| !(cfg!(windows) && why.contains("Folder")))
+        .collect()
+}
+
 /// `rel` (`/`-separated) under `root`, with the system's separators.
 fn at(root: &Path, rel: &str) -> PathBuf {
     rel.split('/')
@@ -103,10 +119,8 @@ async fn outside_changes_are_followed_through_the_watcher() {
         .count();
     // The scans before and after each write but the first.
     assert!(from_events >= 4, "{said:#?}");
-    assert!(
-        !said.iter().any(|m| m == "a full checkpoint scan"),
-        "{said:#?}"
-    );
+    let fallbacks = fallbacks(&gimlet, 0);
+    assert!(fallbacks.is_empty(), "{fallbacks:?}");
     gimlet.stop().await;
 }
 
@@ -304,14 +318,16 @@ async fn random_outside_changes_are_each_listed_exactly() {
             "round {round}, step {step}:\n{listing}"
         );
     }
-    // The watcher never lost track (a folder moved makes Windows set up a new one).
+    // The watcher never lost track (on Windows a folder moved or removed makes the scan walk
+    // the root and set up a new watch).
     let said = messages(&gimlet).split_off(first);
     let count = |what: &str| said.iter().filter(|m| *m == what).count();
     let (events, setups) = (
         count("a checkpoint scan from the watcher's events"),
         count("a full checkpoint scan, setting up the watcher"),
     );
-    assert_eq!(count("a full checkpoint scan"), 0, "{said:#?}");
+    let fallbacks = fallbacks(&gimlet, first);
+    assert!(fallbacks.is_empty(), "{fallbacks:?}");
     assert!(events > 100, "{events} scans from events, {setups} set-ups");
     let _ = writeln!(
         std::io::stderr(),

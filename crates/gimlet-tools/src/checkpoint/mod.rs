@@ -13,6 +13,7 @@
 //! A root that is `/` or the home folder, or that holds the store, gets no checkpoints.
 
 mod scan;
+mod stat_log;
 mod store;
 #[cfg(any(target_os = "linux", target_os = "macos", windows))]
 mod watch;
@@ -180,6 +181,8 @@ struct Inner {
     store: store::Store,
     index: Index,
     cache: scan::Cache,
+    /// What of the cache is on disk.
+    persisted: stat_log::Persisted,
     /// Damage found (a list set aside, a blob that does not match).
     damage: Vec<String>,
     /// The watches of the root, when scans can use them.
@@ -240,15 +243,15 @@ impl RootCheckpoints {
             )
         };
         let (store, index, damage) = store::Store::open(&self.dir, &self.root).map_err(describe)?;
-        let saved = std::fs::read(self.dir.join("stat.json")).ok();
+        let saved = stat_log::load(&self.dir);
         let had_cache = saved.is_some();
-        let cache = saved
-            .and_then(|bytes| serde_json::from_slice::<scan::Cache>(&bytes).ok())
-            .unwrap_or_default();
+        let (cache, persisted) =
+            saved.unwrap_or_else(|| (scan::Cache::default(), stat_log::unsaved()));
         let mut inner = Inner {
             store,
             index,
             cache,
+            persisted,
             damage,
             #[cfg(any(target_os = "linux", target_os = "macos", windows))]
             watching: watch::Watching::New,
@@ -265,7 +268,7 @@ impl RootCheckpoints {
             };
             self.push(&mut inner, outside, delta);
         } else {
-            self.save(&mut inner, true);
+            self.save(&mut inner, true, &delta.dirty);
         }
         Ok(inner)
     }
@@ -277,7 +280,7 @@ impl RootCheckpoints {
             let delta = self.scan(inner);
             if delta.changes.is_empty() && delta.ignored.is_empty() {
                 if delta.touched {
-                    self.save(inner, false);
+                    self.save(inner, false, &delta.dirty);
                 }
                 return Recorded::default();
             }
@@ -354,6 +357,7 @@ impl RootCheckpoints {
             *kept = true;
             if let Some(entry) = inner.cache.entries.get_mut(&change.path) {
                 entry.state = change.after.clone();
+                delta.dirty.push(change.path.clone());
             }
         }
         let dropped = inner.store.end_room();
@@ -371,7 +375,8 @@ impl RootCheckpoints {
         }
     }
 
-    fn push(&self, inner: &mut Inner, new: NewCheckpoint, delta: scan::Delta) -> Recorded {
+    fn push(&self, inner: &mut Inner, new: NewCheckpoint, mut delta: scan::Delta) -> Recorded {
+        let dirty = std::mem::take(&mut delta.dirty);
         let id = inner.index.next_id;
         inner.index.next_id += 1;
         let (mut unkept, mut full) = (Vec::new(), Vec::new());
@@ -403,12 +408,13 @@ impl RootCheckpoints {
             undone: Vec::new(),
             journal_change: new.journal_change,
         });
-        self.save(inner, true);
+        self.save(inner, true, &dirty);
         recorded
     }
 
-    /// Applies the limits and writes the list and the stat cache.
-    fn save(&self, inner: &mut Inner, list: bool) {
+    /// Applies the limits and writes the list and the stat cache (of which the entries
+    /// `dirty` changed since the last save).
+    fn save(&self, inner: &mut Inner, list: bool, dirty: &[String]) {
         if list {
             let cache = &inner.cache;
             inner.store.evict(
@@ -421,15 +427,10 @@ impl RootCheckpoints {
                 tracing::warn!(%err, "the list of checkpoints could not be saved");
             }
         }
-        match serde_json::to_vec(&inner.cache) {
-            Ok(bytes) => {
-                if let Err(err) =
-                    store::write_atomic(&inner.store.dir().join("stat.json"), &bytes, false)
-                {
-                    tracing::warn!(%err, "the checkpoint stat cache could not be saved");
-                }
-            }
-            Err(err) => tracing::warn!(%err, "the checkpoint stat cache could not be encoded"),
+        if let Err(err) =
+            stat_log::save(inner.store.dir(), &inner.cache, &mut inner.persisted, dirty)
+        {
+            tracing::warn!(%err, "the checkpoint stat cache could not be saved");
         }
     }
 

@@ -67,6 +67,8 @@ pub(crate) struct Delta {
     pub(crate) ignored: Vec<String>,
     /// The scan's stats or contents changed (the cache should be saved).
     pub(crate) touched: bool,
+    /// The cache's entries set or removed (what a save writes).
+    pub(crate) dirty: Vec<String>,
 }
 
 pub(super) fn nanos(time: io::Result<SystemTime>) -> i128 {
@@ -217,6 +219,7 @@ impl Pass<'_> {
             return;
         }
         self.delta.touched = true;
+        self.delta.dirty.push(rel.clone());
         // Gone or unreadable since the walk saw it: left out, like a file not there.
         let Ok(state) = read_state(path, meta, self.store, self.limits) else {
             if let Some(stat) = before {
@@ -247,6 +250,7 @@ impl Pass<'_> {
 
     /// Records that `rel`, cached as `stat`, is gone.
     pub(super) fn gone(&mut self, rel: String, stat: Stat) {
+        self.delta.dirty.push(rel.clone());
         self.delta.changes.push(PathChange {
             path: rel,
             before: stat.state,

@@ -126,6 +126,13 @@ pub(crate) enum Fallback {
     Root,
     /// The queue could not be read.
     Read,
+    /// A folder the walk knows was removed, renamed or replaced (Windows, where Wine reports
+    /// a folder's move between two folders by its old name alone, at times).
+    #[cfg_attr(
+        all(target_os = "linux", not(test)),
+        expect(dead_code, reason = "Linux's watcher follows moved folders")
+    )]
+    Folder,
     /// The cookie could not be made or its event did not come (`watch_tree.rs`).
     #[cfg_attr(
         all(target_os = "linux", not(test)),
@@ -388,6 +395,9 @@ impl Watcher {
         if rules_file(name.as_bytes()) {
             return Err(Fallback::Rules);
         }
+        if cfg!(windows) && change.entry && self.by_path.contains_key(&change.rel) {
+            return Err(Fallback::Folder);
+        }
         let mut depth = folders.len();
         while depth > 0 && !self.by_path.contains_key(&folders[..depth].join("/")) {
             depth -= 1;
@@ -564,6 +574,9 @@ pub(crate) fn scan(
         Watching::Off => return (scan::scan(root, cache, store, limits), None),
         Watching::New => tracing::debug!("a full checkpoint scan, setting up the watcher"),
     }
+    // The old watcher goes first: two watches of one root at once share state in Wine, whose
+    // new watch then kept a moved folder's old name.
+    *watching = Watching::New;
     let mut fresh = match Watcher::new(root) {
         Ok(fresh) => Some(fresh),
         Err(err) => {

@@ -93,7 +93,19 @@ impl Fixture {
             LIMITS,
             &mut self.watching,
         );
+        let before = copy.entries.clone();
         let full = scan::scan(&root, &mut copy, &mut self.store, LIMITS);
+        // What a save writes (the entries each scan says it set or removed) is all that changed.
+        for (delta, after) in [(&delta, &self.cache), (&full, &copy)] {
+            let mut replayed = before.clone();
+            for path in &delta.dirty {
+                match after.entries.get(path) {
+                    Some(stat) => replayed.insert(path.clone(), stat.clone()),
+                    None => replayed.remove(path),
+                };
+            }
+            assert_eq!(replayed, after.entries, "the dirty entries miss a change");
+        }
         assert_eq!(
             (&delta.changes, &delta.ignored),
             (&full.changes, &full.ignored),

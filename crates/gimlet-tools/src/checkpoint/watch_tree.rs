@@ -255,22 +255,22 @@ mod tests {
     #[test]
     fn paths_are_placed_under_the_root_by_its_given_or_real_name() {
         let dir = tempfile::tempdir().unwrap();
-        let real = dir.path().join("real");
-        std::fs::create_dir(&real).unwrap();
+        let actual = dir.path().join("real");
+        std::fs::create_dir(&actual).unwrap();
         let link = dir.path().join("link");
-        std::os::unix::fs::symlink(&real, &link).unwrap();
+        std::os::unix::fs::symlink(&actual, &link).unwrap();
         let tree = Tree::new(&link).unwrap();
         let under = |path: &Path| match tree.place(path) {
             Place::Under(rel) => Some(rel),
             Place::NotUtf8 | Place::Outside => None,
         };
         assert_eq!(under(&link.join("a/b.txt")).as_deref(), Some("a/b.txt"));
-        assert_eq!(under(&real.join("a/b.txt")).as_deref(), Some("a/b.txt"));
-        assert_eq!(under(&real).as_deref(), Some(""));
+        assert_eq!(under(&actual.join("a/b.txt")).as_deref(), Some("a/b.txt"));
+        assert_eq!(under(&actual).as_deref(), Some(""));
         assert_eq!(under(&dir.path().join("other/x")), None);
         assert_eq!(under(&link.join("../x")), None);
         let odd = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"\xff.txt");
-        assert!(matches!(tree.place(&real.join(odd)), Place::NotUtf8));
+        assert!(matches!(tree.place(&actual.join(odd)), Place::NotUtf8));
     }
 
     #[test]
