@@ -48,7 +48,14 @@ status=0
 # run after 15 minutes instead of holding it (the whole run takes under two).
 cargo test --locked --no-run --target x86_64-pc-windows-gnu --target-dir target/cross --test all
 timeout 900 cargo test --locked --target x86_64-pc-windows-gnu --target-dir target/cross --test all -- "$@" \
-    2>&1 | tee "$log" || status=$?
+    --skip checkpoints_watch 2>&1 | tee "$log" || status=$?
+# The checkpoint watcher's tests run alone: with other tests' programs making and removing
+# folders in the same Wine at the same time, Wine's recursive watch (one state for the whole
+# prefix) at times reports nothing from inside a folder, and the tests fail for Wine's sake.
+nocapture=()
+for arg in "$@"; do [ "$arg" = --nocapture ] && nocapture=(--nocapture); done
+timeout 300 cargo test --locked --target x86_64-pc-windows-gnu --target-dir target/cross --test all -- \
+    checkpoints_watch --test-threads 1 "${nocapture[@]}" 2>&1 | tee -a "$log" || status=$?
 
 echo
 echo "== Windows session (tests/suite/windows.rs): tool | what | outcome"

@@ -341,13 +341,17 @@ impl Watcher {
         }
     }
 
-    /// Whether the watch should be set up again before the next scan.
+    /// Whether the watch should be set up again before the next scan: on Windows, once a
+    /// folder was moved in (or renamed). Wine's recursive watch reports nothing from inside a
+    /// folder moved in; a new watch sees the tree as it is. Windows' own watch follows the
+    /// tree in the kernel and should not need it, but that could not be tried here: the price
+    /// is one full walk after such a call.
     fn stale(&self) -> bool {
         match &self.source {
             #[cfg(target_os = "linux")]
             Source::Inotify(_) => false,
             #[cfg(any(target_os = "macos", windows, all(target_os = "linux", test)))]
-            Source::Tree { tree, .. } => tree.stale(),
+            Source::Tree { tree, .. } => cfg!(windows) && tree.moved(),
         }
     }
 

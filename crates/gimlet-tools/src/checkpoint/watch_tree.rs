@@ -59,10 +59,6 @@ enum Place {
 
 /// The recursive watch of one root.
 pub(super) struct Tree {
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "held for its events: dropping it ends them")
-    )]
     watcher: RecommendedWatcher,
     events: mpsc::Receiver<notify::Result<Event>>,
     root: PathBuf,
@@ -73,10 +69,7 @@ pub(super) struct Tree {
     leftovers: Vec<PathBuf>,
     /// The names of the latest cookies (their removals' events are skipped).
     recent: std::collections::VecDeque<String>,
-    /// A folder was moved (renamed) under the root since the watch began. Wine then reports
-    /// nothing more from inside it; Windows, whose watch follows the tree, should, but that
-    /// could not be tried on a real machine: there, the scan after such a move sets up a new
-    /// watch and walks the root ([`Tree::stale`]).
+    /// A folder was moved (renamed) under the root since the watch began (`Watcher::stale`).
     moved_folder: bool,
 }
 
@@ -91,6 +84,10 @@ impl std::fmt::Debug for Tree {
 
 impl Drop for Tree {
     fn drop(&mut self) {
+        // Ends the watch before the watcher goes: dropping it alone ends it later, on its
+        // thread, and a watch of the same root made meanwhile shares its state (in Wine, whose
+        // new watch then kept a moved folder's old name).
+        let _ = self.watcher.unwatch(&self.root);
         for cookie in &self.leftovers {
             let _ = std::fs::remove_file(cookie);
         }
@@ -233,10 +230,9 @@ impl Tree {
         }
     }
 
-    /// Whether the watch should be set up again (Windows, after a folder was moved: see
-    /// [`Tree::moved_folder`]).
-    pub(super) fn stale(&self) -> bool {
-        cfg!(windows) && self.moved_folder
+    /// Whether a folder was moved (renamed) under the root since the watch began.
+    pub(super) fn moved(&self) -> bool {
+        self.moved_folder
     }
 
     /// Stops watching (the events of a dropped watcher stop too).
