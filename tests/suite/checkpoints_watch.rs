@@ -18,6 +18,23 @@ use serde_json::json;
 
 use crate::common::{Gimlet, TestClient, ok_text};
 
+/// gimlet with checkpoints on, its client sent messages down to debug level.
+async fn start_at_debug() -> (Gimlet, tempfile::TempDir) {
+    let started = Gimlet::start_with_config(
+        TestClient::default(),
+        "[checkpoints]\nenabled = true\n",
+        &[],
+    )
+    .await;
+    started
+        .0
+        .client
+        .set_level(SetLevelRequestParams::new(LoggingLevel::Debug))
+        .await
+        .unwrap();
+    started
+}
+
 /// The messages a client at debug level has been sent so far.
 fn messages(gimlet: &Gimlet) -> Vec<String> {
     gimlet
@@ -71,17 +88,7 @@ fn outside(listing: &str) -> &str {
 
 #[tokio::test]
 async fn outside_changes_are_followed_through_the_watcher() {
-    let (gimlet, _config) = Gimlet::start_with_config(
-        TestClient::default(),
-        "[checkpoints]\nenabled = true\n",
-        &[],
-    )
-    .await;
-    gimlet
-        .client
-        .set_level(SetLevelRequestParams::new(LoggingLevel::Debug))
-        .await
-        .unwrap();
+    let (gimlet, _config) = start_at_debug().await;
     let root = gimlet.root();
     gimlet.write("src/deep/a.txt", "one\n");
     gimlet.write("old/b.txt", "bee\n");
@@ -124,9 +131,8 @@ async fn outside_changes_are_followed_through_the_watcher() {
     gimlet.stop().await;
 }
 
-/// Every file under `root` (`/`-separated names) with its content, the ignored `build` folder
-/// left out (no cookie is left between calls: none is).
-fn files(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+/// Everything under `root` (`/`-separated names): a file's content, `None` for a folder.
+pub(super) fn snapshot(root: &Path) -> std::collections::BTreeMap<String, Option<Vec<u8>>> {
     let mut found = std::collections::BTreeMap::new();
     let mut stack = vec![root.to_owned()];
     while let Some(dir) = stack.pop() {
@@ -138,17 +144,25 @@ fn files(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
                 .to_str()
                 .unwrap()
                 .replace('\\', "/");
-            if rel == "build" {
-                continue;
-            }
             if path.is_dir() {
+                found.insert(rel, None);
                 stack.push(path);
             } else {
-                found.insert(rel, std::fs::read(&path).unwrap());
+                found.insert(rel, Some(std::fs::read(&path).unwrap()));
             }
         }
     }
     found
+}
+
+/// Every file under `root` with its content, the ignored `build` folder left out (no cookie is
+/// left between calls: none is).
+fn files(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    snapshot(root)
+        .into_iter()
+        .filter(|(rel, _)| rel != "build" && !rel.starts_with("build/"))
+        .filter_map(|(rel, content)| Some((rel, content?)))
+        .collect()
 }
 
 /// The paths the entry of changes made outside calls just before the checkpoint of
@@ -277,17 +291,7 @@ fn change(
 /// computed here from the tree itself).
 #[tokio::test]
 async fn random_outside_changes_are_each_listed_exactly() {
-    let (gimlet, _config) = Gimlet::start_with_config(
-        TestClient::default(),
-        "[checkpoints]\nenabled = true\n",
-        &[],
-    )
-    .await;
-    gimlet
-        .client
-        .set_level(SetLevelRequestParams::new(LoggingLevel::Debug))
-        .await
-        .unwrap();
+    let (gimlet, _config) = start_at_debug().await;
     let root = gimlet.root();
     gimlet.write(".gitignore", "build/\n");
     for (i, file) in FILES.iter().enumerate() {

@@ -369,12 +369,8 @@ async fn differently_cased_protected_paths_ask() {
     gimlet.stop().await;
 }
 
-/// `cmd`, without a sandbox, allowed by a rule; a `bash` call starts a grandchild that appends
-/// to a file every second and outlives the shell. When the call returns, the Job Object has
-/// killed it: the file stops growing.
-#[tokio::test]
-async fn the_job_object_kills_a_grandchild_that_outlives_the_shell() {
-    let config = r#"
+/// `bash` runs `cmd`, and every command is allowed by a rule.
+const CMD_ALLOWED: &str = r#"
 [tools.bash]
 shell = 'C:\windows\system32\cmd.exe'
 
@@ -383,6 +379,13 @@ action = "allow"
 tool = "bash"
 pattern = "*"
 "#;
+
+/// `cmd`, without a sandbox, allowed by a rule; a `bash` call starts a grandchild that appends
+/// to a file every second and outlives the shell. When the call returns, the Job Object has
+/// killed it: the file stops growing.
+#[tokio::test]
+async fn the_job_object_kills_a_grandchild_that_outlives_the_shell() {
+    let config = CMD_ALLOWED;
     let (gimlet, _config) =
         Gimlet::start_with_config(TestClient::default(), config, &["--sandbox", "off"]).await;
     // `cmd` gets the line as written: quotes stay quotes.
@@ -540,44 +543,12 @@ async fn a_server_over_its_memory_cap_is_restarted_with_a_note() {
     gimlet.stop().await;
 }
 
-/// Every file under `root` with its content (`/`-separated names), and the folders.
-fn snapshot(root: &Path) -> std::collections::BTreeMap<String, Option<Vec<u8>>> {
-    let mut found = std::collections::BTreeMap::new();
-    let mut stack = vec![root.to_owned()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            let rel = path
-                .strip_prefix(root)
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .replace('\\', "/");
-            if path.is_dir() {
-                found.insert(rel, None);
-                stack.push(path);
-            } else {
-                found.insert(rel, Some(std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    found
-}
-
 /// Checkpoints on Windows (on by default): what a `cmd` command changed (a file rewritten,
 /// one deleted, one moved, 50 generated in a new folder) is listed and undone byte for byte;
 /// a restore is refused when the file changed since, and with `overwrite` goes through.
 #[tokio::test]
 async fn a_commands_changes_are_listed_undone_and_restored() {
-    let config = r#"
-[tools.bash]
-shell = 'C:\windows\system32\cmd.exe'
-
-[[permissions.rules]]
-action = "allow"
-tool = "bash"
-pattern = "*"
-"#;
+    let config = CMD_ALLOWED;
     let (gimlet, _config) =
         Gimlet::start_with_config(TestClient::default(), config, &["--sandbox", "off"]).await;
     let root = gimlet.root();
@@ -592,7 +563,7 @@ pattern = "*"
         "@mkdir gen\r\n@for /l %%i in (1,1,50) do @echo %%i> gen\\f%%i.txt\r\n",
     );
     ok_text(&gimlet.call("ls", json!({})).await);
-    let before = snapshot(&root);
+    let before = super::checkpoints_watch::snapshot(&root);
     let command = "echo changed> a.txt & del b.txt & move c.txt moved.txt >nul & gen.cmd";
     let text = ok_text(&gimlet.call("bash", json!({"command": command})).await);
     assert!(text.contains("exit code 0"), "{text}");
@@ -607,7 +578,11 @@ pattern = "*"
         assert!(listing.contains(line), "{line:?} not in\n{listing}");
     }
     allowed(&gimlet, "undo", "the cmd command", json!({})).await;
-    assert_eq!(snapshot(&root), before, "undo did not put the tree back");
+    assert_eq!(
+        super::checkpoints_watch::snapshot(&root),
+        before,
+        "undo did not put the tree back"
+    );
     row("undo", "a cmd command's 53 changes", "byte for byte");
     // Again, then the user edits the file, and the restore is refused.
     let text = ok_text(
