@@ -8,11 +8,11 @@
 //! reads events until the cookie's own arrives: every change made before it was made has
 //! arrived then, since the events of one watch arrive in order. The cookie is removed at once,
 //! before the scan lists anything, and the events of the latest few cookies' names are
-//! skipped while no file has that name. Nothing else is skipped: a file a command names like a cookie is captured as any
-//! other (a name it guesses before gimlet makes it only makes the cookie fail, below). A cookie that cannot be made (a
-//! root that is not writable) or whose event does not come within [`SYNC_WAIT`] makes this
-//! scan and every later one of the root a full walk (`watch::scan`): each would wait as long
-//! again.
+//! skipped while no file has that name. Nothing else is skipped: a file a command names like a
+//! cookie is captured as any other (a name it guesses before gimlet makes it only makes the
+//! cookie fail, below). A cookie that cannot be made (a root that is not writable) or whose
+//! event does not come within [`SYNC_WAIT`] makes this scan and every later one of the root a
+//! full walk (`watch::scan`): each would wait as long again.
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::mpsc;
