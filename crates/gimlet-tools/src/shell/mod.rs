@@ -131,7 +131,17 @@ const DEEP_STACK: usize = 256 << 20;
 pub fn parse(line: &str) -> Script {
     let openers = openers(line);
     if openers <= OPENERS_INLINE {
-        return walk_line(line, OPENERS_INLINE);
+        // The parser panics on some input (brush-parser 0.4 on `${<<EOF`, an `unwrap` in its
+        // tokenizer): such a line is unknown, so it is asked about, not a failed call.
+        return std::panic::catch_unwind(|| walk_line(line, OPENERS_INLINE)).unwrap_or_else(|_| {
+            Script {
+                commands: Vec::new(),
+                unknowns: vec![Unknown {
+                    part: line.to_owned(),
+                    why: Why::Unparsed(String::from("the shell parser failed on it")),
+                }],
+            }
+        });
     }
     let too_deep = || Script {
         commands: Vec::new(),

@@ -276,6 +276,21 @@ const CODE_PLACES: &[&str] = &[
     "sh <<'EOF'\n{}\nEOF",
 ];
 
+/// brush-parser 0.4 panics on this line (an `unwrap` in its tokenizer); found by the property
+/// test below.
+#[test]
+fn a_line_the_parser_panics_on_is_unknown() {
+    let script = parse("${<<EOF\n}\nEOF\n");
+    assert!(script.commands.is_empty());
+    assert_eq!(
+        script.unknowns,
+        vec![Unknown {
+            part: String::from("${<<EOF\n}\nEOF\n"),
+            why: Why::Unparsed(String::from("the shell parser failed on it")),
+        }]
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(500))]
 
