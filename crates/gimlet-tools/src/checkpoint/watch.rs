@@ -402,20 +402,26 @@ impl Watcher {
         if cfg!(windows) && change.entry && self.by_path.contains_key(&change.rel) {
             return Err(Fallback::Folder);
         }
-        let mut depth = folders.len();
-        while depth > 0 && !self.by_path.contains_key(&folders[..depth].join("/")) {
-            depth -= 1;
+        // The deepest known folder above the path, by cutting its name at each `/` (no
+        // allocation per level: an install floods ignored trees with events).
+        let rel = change.rel.as_str();
+        let parent = rel.rfind('/').map_or("", |i| &rel[..i]);
+        let mut dir = parent;
+        while !dir.is_empty() && !self.by_path.contains_key(dir) {
+            dir = dir.rfind('/').map_or("", |i| &dir[..i]);
         }
-        let dir = folders[..depth].join("/");
-        if depth < folders.len() {
-            // Under a folder the walk has not entered (new, or ignored).
+        if dir.len() < parent.len() {
+            // Under a folder the walk has not entered (new, or ignored): its name in `dir`.
+            let below = &rel[if dir.is_empty() { 0 } else { dir.len() + 1 }..];
+            let first = below.split('/').next().unwrap_or(below);
             events
                 .dirty
-                .entry(dir)
+                .entry(dir.to_owned())
                 .or_default()
-                .insert(folders[depth].to_owned());
+                .insert(first.to_owned());
             return Ok(());
         }
+        let dir = dir.to_owned();
         if change.entry {
             events
                 .dirs

@@ -133,15 +133,8 @@ pub fn parse(line: &str) -> Script {
     if openers <= OPENERS_INLINE {
         // The parser panics on some input (brush-parser 0.4 on `${<<EOF`, an `unwrap` in its
         // tokenizer): such a line is unknown, so it is asked about, not a failed call.
-        return std::panic::catch_unwind(|| walk_line(line, OPENERS_INLINE)).unwrap_or_else(|_| {
-            Script {
-                commands: Vec::new(),
-                unknowns: vec![Unknown {
-                    part: line.to_owned(),
-                    why: Why::Unparsed(String::from("the shell parser failed on it")),
-                }],
-            }
-        });
+        return std::panic::catch_unwind(|| walk_line(line, OPENERS_INLINE))
+            .unwrap_or_else(|_| parser_failed(line));
     }
     let too_deep = || Script {
         commands: Vec::new(),
@@ -160,9 +153,21 @@ pub fn parse(line: &str) -> Script {
         .name(String::from("gimlet-shell-parse"))
         .stack_size(DEEP_STACK)
         .spawn(move || walk_line(&owned, openers))
-        .ok()
-        .and_then(|thread| thread.join().ok())
-        .unwrap_or_else(too_deep)
+        .map_or_else(
+            |_| too_deep(),
+            |thread| thread.join().unwrap_or_else(|_| parser_failed(line)),
+        )
+}
+
+/// A line the parser panicked on: unknown as a whole.
+fn parser_failed(line: &str) -> Script {
+    Script {
+        commands: Vec::new(),
+        unknowns: vec![Unknown {
+            part: line.to_owned(),
+            why: Why::Unparsed(String::from("the shell parser failed on it")),
+        }],
+    }
 }
 
 fn walk_line(line: &str, budget: usize) -> Script {

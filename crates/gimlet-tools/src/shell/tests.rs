@@ -289,6 +289,16 @@ fn a_line_the_parser_panics_on_is_unknown() {
             why: Why::Unparsed(String::from("the shell parser failed on it")),
         }]
     );
+    // With many openers, the line is parsed on a thread of its own: the same answer.
+    let deep = format!("echo '{}'\n${{<<EOF\n}}\nEOF\n", "$(".repeat(70));
+    let script = parse(&deep);
+    assert_eq!(
+        script.unknowns,
+        vec![Unknown {
+            part: deep,
+            why: Why::Unparsed(String::from("the shell parser failed on it")),
+        }]
+    );
 }
 
 proptest! {
